@@ -1,0 +1,49 @@
+# gb10.serving: every entry point a developer or CI needs.
+#   make demo    build the lab, run site.yml against it, print the facts and the bench report
+#   make test    every test (lint, sanity, units, integration, Molecule)
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR := 0
+LAB_INVENTORY := inventory/lab
+
+.PHONY: setup lab-up lab-down demo test lint sanity units pytest-unit integration molecule bench clean
+
+setup:
+	scripts/setup.sh
+
+lab-up: setup
+	python3 lab/labctl.py up
+
+lab-down:
+	python3 lab/labctl.py down --purge
+
+demo: lab-up
+	ansible-playbook -i $(LAB_INVENTORY) site.yml
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/show.yml
+
+test: setup
+	scripts/test.sh
+
+lint: setup
+	scripts/test.sh lint
+
+sanity: setup
+	scripts/test.sh sanity
+
+units: setup
+	scripts/test.sh units
+
+integration: setup
+	scripts/test.sh integration
+
+molecule: setup
+	scripts/test.sh molecule
+
+bench: setup
+	scripts/bench.sh
+
+clean: lab-down
+	rm -rf build .cache .venv

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Build and run the gb10.serving lab: two simulated GB10 nodes on one Docker engine.
+
+    labctl.py image          build the node image unless an image of the same inputs exists
+    labctl.py up             create the networks and both nodes (idempotent)
+    labctl.py down [--purge] remove the nodes, their engine containers and the networks;
+                             --purge also deletes the per-node host directories
+    labctl.py status         print one line per node
+
+What is simulated and how (see DESIGN.md, "The lab"):
+
+* each node is a Debian container with systemd as PID 1, built locally with mmdebstrap;
+* ``gb10-lab-mgmt`` is the management network, ``gb10-lab-cx7`` stands for the direct
+  ConnectX-7 cable (MTU 9000, no way out); inside each node its interface is renamed to the
+  real GB10 name ``enp1s0f1np1``;
+* each node gets an RDMA GID tree in the real sysfs layout (``lab/rdma/gid_tree.py``) at
+  ``/var/lib/gb10-lab/sys`` and a ``show_gids`` stand-in that prints it;
+* each node gets the host Docker socket, and a host directory of its own mounted at the
+  identical path, so engine containers it starts can bind-mount what the node sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LAB_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(LAB_DIR / "node"))
+
+from image import LABEL, build_image, image_tag  # noqa: E402
+from labdocker import docker, exists, log  # noqa: E402
+
+MGMT_NETWORK = "gb10-lab-mgmt"
+CABLE_NETWORK = "gb10-lab-cx7"
+CABLE_SUBNET = "192.168.100.0/24"
+CABLE_MTU = 9000
+FABRIC_IFNAME = "enp1s0f1np1"
+# Where each node finds its lab RDMA tree; show_gids reads it by default.
+NODE_SYSFS_ROOT = "/var/lib/gb10-lab/sys"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One simulated GB10 node."""
+
+    name: str
+    fabric_ipv4: str
+    gid_index: int
+
+    @property
+    def container(self) -> str:
+        return f"gb10-lab-{self.name}"
+
+
+# The field report's cluster: the RoCE v2 IPv4 GID sits at index 3 on node0, 4 on node1.
+NODES = (
+    Node("node0", "192.168.100.10", 3),
+    Node("node1", "192.168.100.11", 4),
+)
+
+
+def host_root() -> Path:
+    """Directory on the Docker host holding one sub-directory per node."""
+    return Path(os.environ.get("GB10_LAB_ROOT", "/var/lib/gb10-lab"))
+
+
+# --- up / down ----------------------------------------------------------------------------
+
+
+def cgroup_args() -> list[str]:
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():  # unified (v2) hierarchy
+        return ["--cgroupns=host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw"]
+    return ["-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
+
+
+def ensure_networks() -> None:
+    if not exists("network", MGMT_NETWORK):
+        docker("network", "create", "--label", LABEL, MGMT_NETWORK)
+    if not exists("network", CABLE_NETWORK):
+        docker(
+            "network", "create", "--internal", "--label", LABEL,
+            "--subnet", CABLE_SUBNET,
+            "-o", f"com.docker.network.driver.mtu={CABLE_MTU}",
+            CABLE_NETWORK,
+        )
+
+
+def lay_gid_tree(node: Node) -> Path:
+    root = host_root() / node.name / "sys"
+    subprocess.run(
+        [
+            sys.executable, str(LAB_DIR / "rdma" / "gid_tree.py"),
+            "--root", str(root), "--node", node.name,
+            "--fabric-netdev", FABRIC_IFNAME, "--fabric-ipv4", node.fabric_ipv4,
+            "--fabric-gid-index", str(node.gid_index),
+        ],
+        check=True,
+    )
+    return root
+
+
+def node_running(node: Node, tag: str) -> bool:
+    proc = docker("inspect", node.container, check=False)
+    if proc.returncode != 0:
+        return False
+    info = json.loads(proc.stdout)[0]
+    return info["State"]["Running"] and info["Config"]["Image"] == tag
+
+
+def start_node(node: Node, tag: str) -> None:
+    docker("rm", "-f", node.container, check=False)
+    node_dir = host_root() / node.name
+    node_dir.mkdir(parents=True, exist_ok=True)
+    sysfs = lay_gid_tree(node)
+    docker(
+        "run", "-d", "--name", node.container, "--hostname", node.container,
+        "--label", f"{LABEL}=node",
+        "--stop-signal", "SIGRTMIN+3",
+        "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
+        "--tmpfs", "/run", "--tmpfs", "/run/lock",
+        *cgroup_args(),
+        "-v", "/var/run/docker.sock:/var/run/docker.sock",
+        "-v", f"{node_dir}:{node_dir}",
+        "-v", f"{sysfs}:{NODE_SYSFS_ROOT}:ro",
+        "--network", MGMT_NETWORK,
+        tag,
+    )
+    docker("network", "connect", "--ip", node.fabric_ipv4, CABLE_NETWORK, node.container)
+    wait_for_systemd(node)
+    rename_cable_interface(node)
+
+
+def node_exec(node: Node, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    return docker("exec", node.container, *cmd, check=check)
+
+
+def wait_for_systemd(node: Node, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        state = node_exec(node, "systemctl", "is-system-running", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            return
+        time.sleep(1)
+    raise SystemExit(f"{node.container}: systemd did not finish booting (state {state!r})")
+
+
+def rename_cable_interface(node: Node) -> None:
+    """Give the cable's interface the name it has on a real GB10."""
+    addrs = json.loads(node_exec(node, "ip", "-j", "-4", "addr", "show").stdout)
+    for link in addrs:
+        if any(a.get("local") == node.fabric_ipv4 for a in link.get("addr_info", [])):
+            current = link["ifname"]
+            break
+    else:
+        raise SystemExit(f"{node.container}: no interface holds {node.fabric_ipv4}")
+    if current == FABRIC_IFNAME:
+        return
+    node_exec(node, "ip", "link", "set", "dev", current, "down")
+    node_exec(node, "ip", "link", "set", "dev", current, "name", FABRIC_IFNAME)
+    node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "up")
+
+
+def up() -> None:
+    tag = build_image()
+    ensure_networks()
+    for node in NODES:
+        if node_running(node, tag):
+            log(f"{node.container} is running")
+            lay_gid_tree(node)
+            continue
+        log(f"starting {node.container}")
+        start_node(node, tag)
+    status()
+
+
+def lab_containers() -> list[str]:
+    """The nodes and every container they started (engine containers carry the node name)."""
+    out = docker("ps", "-a", "--format", "{{.Names}}").stdout.split()
+    return [name for name in out if name.startswith("gb10-lab-")]
+
+
+def down(purge: bool) -> None:
+    names = lab_containers()
+    if names:
+        docker("rm", "-f", "-v", *names)
+    for net in (CABLE_NETWORK, MGMT_NETWORK):
+        if exists("network", net):
+            docker("network", "rm", net)
+    if purge:
+        for node in NODES:
+            shutil.rmtree(host_root() / node.name, ignore_errors=True)
+    log("down")
+
+
+def status() -> None:
+    for node in NODES:
+        proc = docker("inspect", "-f", "{{.State.Status}} {{.Config.Image}}", node.container,
+                      check=False)
+        state = proc.stdout.strip() if proc.returncode == 0 else "absent"
+        print(f"{node.container}: {state}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("image")
+    sub.add_parser("image-tag")
+    sub.add_parser("up")
+    down_p = sub.add_parser("down")
+    down_p.add_argument("--purge", action="store_true")
+    sub.add_parser("status")
+    args = parser.parse_args(argv)
+    if args.command == "image":
+        build_image()
+    elif args.command == "image-tag":
+        print(image_tag())
+    elif args.command == "up":
+        up()
+    elif args.command == "down":
+        down(args.purge)
+    else:
+        status()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

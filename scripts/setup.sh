@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Install everything gb10.serving's development, tests and lab need, idempotently.
+#
+#   scripts/setup.sh            system packages, Docker engine, venv, collections, lab images
+#   scripts/setup.sh --no-images   the same without building the lab images
+#
+# Slow parts are cached outside the work tree under $GB10_CACHE_DIR (default
+# ~/.cache/gb10-serving), keyed by a hash of the inputs that made them, so a fresh
+# clone on a machine that ran this before is ready in seconds.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+cache_dir=${GB10_CACHE_DIR:-$HOME/.cache/gb10-serving}
+python=${GB10_PYTHON:-python3.11}
+# The collections gb10.serving depends on come out of this PyPI wheel (no Galaxy server
+# is reachable from the development machines); it pairs with ansible-core 2.19.
+ansible_wheel=ansible==12.3.0
+collections=(community.docker community.general ansible.posix community.library_inventory_filtering_v1)
+apt_packages=(docker.io mmdebstrap iproute2)
+
+log() { printf '== setup: %s\n' "$*" >&2; }
+
+hash_of() { cat "$@" | sha256sum | cut -c1-12; }
+
+install_system_packages() {
+  local missing=() pkg
+  for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+start_docker() {
+  docker info >/dev/null 2>&1 && return 0
+  log "starting the Docker engine"
+  if [ -d /run/systemd/system ] && systemctl start docker 2>/dev/null; then
+    :
+  else
+    mkdir -p "$cache_dir"
+    nohup dockerd >"$cache_dir/dockerd.log" 2>&1 &
+  fi
+  local i
+  for i in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  log "the Docker engine did not start; see $cache_dir/dockerd.log"
+  exit 1
+}
+
+setup_venv() {
+  local key venv
+  key=$( ("$python" -VV; cat requirements-dev.txt) | sha256sum | cut -c1-12)
+  venv="$cache_dir/venv-$key"
+  if [ ! -f "$venv/.complete" ]; then
+    log "creating the Python tool chain in $venv"
+    rm -rf "$venv"
+    mkdir -p "$cache_dir"
+    "$python" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r requirements-dev.txt
+    touch "$venv/.complete"
+  fi
+  ln -sfn "$venv" .venv
+}
+
+setup_collections() {
+  local key dir wheel_dir name
+  key=$(printf '%s %s' "$ansible_wheel" "${collections[*]}" | sha256sum | cut -c1-12)
+  dir="$cache_dir/collections-$key"
+  if [ ! -f "$dir/.complete" ]; then
+    log "extracting ${collections[*]} from $ansible_wheel"
+    rm -rf "$dir"
+    wheel_dir=$(mktemp -d)
+    .venv/bin/pip download -q --no-deps --disable-pip-version-check -d "$wheel_dir" "$ansible_wheel"
+    mkdir -p "$dir"
+    .venv/bin/python - "$wheel_dir"/ansible-*.whl "$dir" "${collections[@]}" <<'PY'
+import sys, zipfile
+wheel, dest, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+prefixes = tuple("ansible_collections/%s/" % n.replace(".", "/") for n in names)
+with zipfile.ZipFile(wheel) as zf:
+    zf.extractall(dest, [m for m in zf.namelist() if m.startswith(prefixes)])
+PY
+    rm -rf "$wheel_dir"
+    touch "$dir/.complete"
+  fi
+  # .cache/collections is what ansible.cfg puts first on collections_path: the
+  # dependencies, and this checkout itself as gb10.serving.
+  rm -rf .cache/collections
+  mkdir -p .cache/collections/ansible_collections/gb10
+  for name in "${collections[@]}"; do
+    mkdir -p ".cache/collections/ansible_collections/${name%%.*}"
+    ln -sfn "$dir/ansible_collections/${name/.//}" ".cache/collections/ansible_collections/${name/.//}"
+  done
+  ln -sfn ../../../.. .cache/collections/ansible_collections/gb10/serving
+}
+
+main() {
+  install_system_packages
+  start_docker
+  setup_venv
+  setup_collections
+  if [ "${1:-}" != "--no-images" ]; then
+    lab/node/build.sh
+  fi
+  log "ready"
+}
+
+main "$@"
