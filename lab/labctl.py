@@ -85,9 +85,15 @@ def ensure_networks() -> None:
         docker("network", "create", "--label", LABEL, MGMT_NETWORK)
     if not exists("network", CABLE_NETWORK):
         docker(
-            "network", "create", "--internal", "--label", LABEL,
-            "--subnet", CABLE_SUBNET,
-            "-o", f"com.docker.network.driver.mtu={CABLE_MTU}",
+            "network",
+            "create",
+            "--internal",
+            "--label",
+            LABEL,
+            "--subnet",
+            CABLE_SUBNET,
+            "-o",
+            f"com.docker.network.driver.mtu={CABLE_MTU}",
             CABLE_NETWORK,
         )
 
@@ -96,10 +102,18 @@ def lay_gid_tree(node: Node) -> Path:
     root = host_root() / node.name / "sys"
     subprocess.run(
         [
-            sys.executable, str(LAB_DIR / "rdma" / "gid_tree.py"),
-            "--root", str(root), "--node", node.name,
-            "--fabric-netdev", FABRIC_IFNAME, "--fabric-ipv4", node.fabric_ipv4,
-            "--fabric-gid-index", str(node.gid_index),
+            sys.executable,
+            str(LAB_DIR / "rdma" / "gid_tree.py"),
+            "--root",
+            str(root),
+            "--node",
+            node.name,
+            "--fabric-netdev",
+            FABRIC_IFNAME,
+            "--fabric-ipv4",
+            node.fabric_ipv4,
+            "--fabric-gid-index",
+            str(node.gid_index),
         ],
         check=True,
     )
@@ -120,16 +134,33 @@ def start_node(node: Node, tag: str) -> None:
     node_dir.mkdir(parents=True, exist_ok=True)
     sysfs = lay_gid_tree(node)
     docker(
-        "run", "-d", "--name", node.container, "--hostname", node.container,
-        "--label", f"{LABEL}=node",
-        "--stop-signal", "SIGRTMIN+3",
-        "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN",
-        "--tmpfs", "/run", "--tmpfs", "/run/lock",
+        "run",
+        "-d",
+        "--name",
+        node.container,
+        "--hostname",
+        node.container,
+        "--label",
+        f"{LABEL}=node",
+        "--stop-signal",
+        "SIGRTMIN+3",
+        "--cap-add",
+        "SYS_ADMIN",
+        "--cap-add",
+        "NET_ADMIN",
+        "--tmpfs",
+        "/run",
+        "--tmpfs",
+        "/run/lock",
         *cgroup_args(),
-        "-v", "/var/run/docker.sock:/var/run/docker.sock",
-        "-v", f"{node_dir}:{node_dir}",
-        "-v", f"{sysfs}:{NODE_SYSFS_ROOT}:ro",
-        "--network", MGMT_NETWORK,
+        "-v",
+        "/var/run/docker.sock:/var/run/docker.sock",
+        "-v",
+        f"{node_dir}:{node_dir}",
+        "-v",
+        f"{sysfs}:{NODE_SYSFS_ROOT}:ro",
+        "--network",
+        MGMT_NETWORK,
         tag,
     )
     docker("network", "connect", "--ip", node.fabric_ipv4, CABLE_NETWORK, node.container)
@@ -202,8 +233,9 @@ def down(purge: bool) -> None:
 
 def status() -> None:
     for node in NODES:
-        proc = docker("inspect", "-f", "{{.State.Status}} {{.Config.Image}}", node.container,
-                      check=False)
+        proc = docker(
+            "inspect", "-f", "{{.State.Status}} {{.Config.Image}}", node.container, check=False
+        )
         state = proc.stdout.strip() if proc.returncode == 0 else "absent"
         print(f"{node.container}: {state}")
 

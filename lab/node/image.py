@@ -74,9 +74,12 @@ def build_image() -> str:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         docker(
             "import",
-            "--change", 'CMD ["/lib/systemd/systemd"]',
-            "--change", "ENV container=docker",
-            "--change", f"LABEL {LABEL}=node",
+            "--change",
+            'CMD ["/lib/systemd/systemd"]',
+            "--change",
+            "ENV container=docker",
+            "--change",
+            f"LABEL {LABEL}=node",
             str(tarball),
             tag,
         )

@@ -14,7 +14,8 @@ def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     """Run ``docker ARGS``; on failure (with check) exit with docker's own message."""
     proc = subprocess.run(["docker", *args], text=True, capture_output=True, check=False)
     if check and proc.returncode != 0:
-        raise SystemExit(f"docker {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        reason = proc.stderr.strip()
+        raise SystemExit(f"docker {' '.join(args)} failed ({proc.returncode}): {reason}")
     return proc
 
 

@@ -1,0 +1,84 @@
+"""Drive gb10.serving's playbooks against the lab through ansible-runner.
+
+The lab (two simulated GB10 nodes) must be up: `scripts/test.sh integration` brings it up
+and down around these tests; `make lab-up` does it by hand.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import ansible_runner
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB_INVENTORY = ROOT / "inventory" / "lab"
+HERE = Path(__file__).resolve().parent
+NODE_CONTAINERS = {"node0": "gb10-lab-node0", "node1": "gb10-lab-node1"}
+
+
+@dataclass
+class PlaybookRun:
+    """What a test asserts on: runner status, per-host stats and the failure messages."""
+
+    status: str
+    rc: int
+    stats: dict
+    failure_messages: list[str]
+
+    def count(self, kind: str) -> int:
+        return sum((self.stats.get(kind) or {}).values())
+
+
+def run_playbook(
+    playbook: Path,
+    tmp_path: Path,
+    *,
+    inventories: tuple[Path, ...] = (LAB_INVENTORY,),
+    extravars: dict | None = None,
+    check: bool = False,
+) -> PlaybookRun:
+    private = tmp_path / "runner"
+    private.mkdir(exist_ok=True)
+    result = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(ROOT),
+        playbook=str(playbook),
+        inventory=[str(p) for p in inventories],
+        extravars=extravars or {},
+        cmdline="--check --diff" if check else None,
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        quiet=True,
+    )
+    messages = []
+    for event in result.events:
+        if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
+            res = event["event_data"].get("res", {})
+            messages.append(str(res.get("msg", "")))
+    return PlaybookRun(result.status, result.rc, result.stats or {}, messages)
+
+
+def node_has_file(node: str, path: str) -> bool:
+    proc = subprocess.run(
+        ["docker", "exec", NODE_CONTAINERS[node], "test", "-e", path], check=False
+    )
+    return proc.returncode == 0
+
+
+def remove_node_file(node: str, path: str) -> None:
+    subprocess.run(["docker", "exec", NODE_CONTAINERS[node], "rm", "-f", path], check=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lab_is_up():
+    for container in NODE_CONTAINERS.values():
+        proc = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Running}}", container],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.stdout.strip() != "true":
+            pytest.fail(f"{container} is not running: bring the lab up with `make lab-up`")
