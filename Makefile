@@ -22,7 +22,7 @@ lab-down:
 
 demo: lab-up
 	ansible-playbook -i $(LAB_INVENTORY) site.yml
-	ansible-playbook -i $(LAB_INVENTORY) playbooks/show.yml
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/report.yml
 
 test: setup
 	scripts/test.sh

@@ -107,7 +107,7 @@ main() {
   setup_venv
   setup_collections
   if [ "${1:-}" != "--no-images" ]; then
-    lab/node/build.sh
+    .venv/bin/python lab/labctl.py image
   fi
   log "ready"
 }
