@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build and run the gb10.serving lab: two simulated GB10 nodes on one Docker engine.
 
     labctl.py image          build the node image unless an image of the same inputs exists

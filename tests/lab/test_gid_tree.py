@@ -91,21 +91,21 @@ def gid_tree() -> ModuleType:
 @pytest.fixture(scope="module", params=sorted(NODES))
 def node_tree(request, tmp_path_factory) -> tuple[str, Path]:
     root = tmp_path_factory.mktemp(request.param)
-    ipv4, index, _ = NODES[request.param]
+    ipv4, index, _skip = NODES[request.param]
     result = lay(root, request.param, ipv4, index)
     assert result.returncode == 0, result.stderr
     return request.param, root
 
 
 def test_only_infiniband_class_is_laid(node_tree):
-    _, root = node_tree
+    _skip, root = node_tree
     assert sorted(p.name for p in (root / "class" / "infiniband").iterdir()) == sorted(DEVICES)
     assert [p.name for p in root.iterdir()] == ["class"]
 
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_all_256_slots_in_full_sysfs_form(node_tree, dev):
-    _, root = node_tree
+    _skip, root = node_tree
     gids = port_dir(root, dev) / "gids"
     assert sorted(int(p.name) for p in gids.iterdir()) == list(range(256))
     for path in gids.iterdir():
@@ -116,7 +116,7 @@ def test_all_256_slots_in_full_sysfs_form(node_tree, dev):
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_attrs_exist_only_for_used_slots(node_tree, dev):
-    _, root = node_tree
+    _skip, root = node_tree
     port = port_dir(root, dev)
     used = {str(n) for n in table(root, dev)}
     assert {p.name for p in (port / "gid_attrs" / "types").iterdir()} == used
@@ -139,7 +139,7 @@ def test_attrs_exist_only_for_used_slots(node_tree, dev):
     ],
 )
 def test_port_attributes(node_tree, dev, state, phys_state):
-    _, root = node_tree
+    _skip, root = node_tree
     port = port_dir(root, dev)
     assert (port / "link_layer").read_text(encoding="ascii") == "Ethernet\n"
     assert (port / "state").read_text(encoding="ascii") == state + "\n"
@@ -148,7 +148,7 @@ def test_port_attributes(node_tree, dev, state, phys_state):
 
 @pytest.mark.parametrize("dev", DEVICES)
 def test_link_local_defaults_at_0_and_1(node_tree, dev):
-    _, root = node_tree
+    _skip, root = node_tree
     used = table(root, dev)
     gid = used[0][0]
     assert used[0] == (gid, V1, DEVICES[dev])
@@ -163,7 +163,7 @@ def test_link_local_defaults_at_0_and_1(node_tree, dev):
 
 def test_link_local_differs_per_node_and_device(tmp_path):
     gids = set()
-    for node, (ipv4, index, _) in NODES.items():
+    for node, (ipv4, index, _skip) in NODES.items():
         assert lay(tmp_path / node, node, ipv4, index).returncode == 0
         gids |= {table(tmp_path / node, dev)[0][0] for dev in DEVICES}
     assert len(gids) == 2 * len(DEVICES)
@@ -202,19 +202,19 @@ def test_exactly_one_v2_ipv4_row_at_index(tmp_path, index):
     rows = [
         (t, dev, n)
         for dev in DEVICES
-        for n, (g, t, _) in table(tmp_path, dev).items()
+        for n, (g, t, _skip) in table(tmp_path, dev).items()
         if g == v4_gid
     ]
     assert [r for r in rows if r[0] == V2] == [(V2, "rocep1s0f1", index)]
     assert [r[:2] for r in rows if r[0] == V1] == [(V1, "rocep1s0f1")]
     used = table(tmp_path, "rocep1s0f1")
     assert sorted(used) == list(range(len(used)))  # no holes in the table
-    types = [t for _, t, _ in used.values()]
+    types = [t for _skip, t, _skip in used.values()]
     assert types.count(V1) == types.count(V2)  # every address has its v1 and v2
 
 
 def test_rerun_is_idempotent_and_removes_stale_files(tmp_path):
-    ipv4, index, _ = NODES["node1"]
+    ipv4, index, _skip = NODES["node1"]
     assert lay(tmp_path, "node1", ipv4, index).returncode == 0
     first = snapshot(tmp_path)
     stale_dev = tmp_path / "class" / "infiniband" / "mlx5_9" / "ports" / "1" / "gids"
@@ -232,9 +232,9 @@ def test_rerun_is_idempotent_and_removes_stale_files(tmp_path):
 
 def test_relay_other_node_equals_fresh_lay(tmp_path):
     for node in ("node0", "node1"):
-        ipv4, index, _ = NODES[node]
+        ipv4, index, _skip = NODES[node]
         assert lay(tmp_path / "reused", node, ipv4, index).returncode == 0
-    ipv4, index, _ = NODES["node1"]
+    ipv4, index, _skip = NODES["node1"]
     assert lay(tmp_path / "fresh", "node1", ipv4, index).returncode == 0
     assert snapshot(tmp_path / "reused") == snapshot(tmp_path / "fresh")
 

@@ -94,7 +94,7 @@ def node_out(request, tmp_path_factory) -> tuple[str, Path, bytes]:
 
 
 def test_header_and_rule_bytes(node_out):
-    _, _, out = node_out
+    _skip, _skip, out = node_out
     lines = out.split(b"\n")
     assert lines[0] == HEADER
     assert lines[1] == RULE
@@ -102,7 +102,7 @@ def test_header_and_rule_bytes(node_out):
 
 
 def test_row_shapes(node_out):
-    _, _, out = node_out
+    _skip, _skip, out = node_out
     for row in rows(out):
         dev, port, index, gid, ipv4, ver, ndev = parse(row)
         assert port == "1"
@@ -118,18 +118,18 @@ def test_row_shapes(node_out):
 
 
 def test_fabric_v2_row(node_out):
-    node, _, out = node_out
+    node, _skip, out = node_out
     ipv4, index = NODES[node]
     matches = [parse(r) for r in rows(out) if parse(r)[4] == ipv4 and parse(r)[5] == "v2"]
     assert len(matches) == 1
-    dev, _, got_index, _, _, _, ndev = matches[0]
+    dev, _skip, got_index, _skip, _skip, _skip, ndev = matches[0]
     assert (dev, got_index, ndev) == ("rocep1s0f1", str(index), "enp1s0f1np1")
     v1 = [parse(r)[:3] for r in rows(out) if parse(r)[4] == ipv4 and parse(r)[5] == "v1"]
     assert v1 == [("rocep1s0f1", "1", str(index - 1))]
 
 
 def test_trailer_counts_non_zero_gid_files(node_out):
-    _, root, out = node_out
+    _skip, root, out = node_out
     gid_files = (root / "class" / "infiniband").glob("*/ports/*/gids/*")
     non_zero = [p for p in gid_files if p.read_text(encoding="ascii").strip() not in SKIPPED]
     assert out.endswith(f"\nn_gids_found={len(non_zero)}\n".encode())
@@ -137,7 +137,7 @@ def test_trailer_counts_non_zero_gid_files(node_out):
 
 
 def test_device_order(node_out):
-    _, _, out = node_out
+    _skip, _skip, out = node_out
     assert list(dict.fromkeys(parse(r)[0] for r in rows(out))) == DEVICE_ORDER
 
 
@@ -199,7 +199,7 @@ def test_reproduces_gb10_capture(tmp_path):
 
 
 def test_column_shape_matches_gb10_capture(node_out):
-    _, _, out = node_out
+    _skip, _skip, out = node_out
     ours = out.decode().expandtabs(8).splitlines()
     theirs = sample_body(SAMPLE2)
     assert ours[:2] == theirs[:2]  # header and rule, column for column
@@ -223,7 +223,7 @@ def test_column_shape_matches_gb10_capture(node_out):
 
 @pytest.mark.skipif(shutil.which("python3") is None, reason="needs python3 on PATH")
 def test_runs_as_executable(node_out):
-    _, root, out = node_out
+    _skip, root, out = node_out
     assert os.access(SHOW_GIDS, os.X_OK)
     assert SHOW_GIDS.read_bytes().startswith(b"#!/bin/sh\n")
     assert show_gids(root, cmd=[str(SHOW_GIDS)]) == out

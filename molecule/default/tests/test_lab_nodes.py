@@ -37,7 +37,7 @@ def lab_node(request):
 
 
 def test_systemd_is_pid1_and_running(lab_node):
-    _, host = lab_node
+    _skip, host = lab_node
     assert host.file("/proc/1/comm").content_string.strip() == "systemd"
     state = host.run("systemctl is-system-running").stdout.strip()
     assert state == "running", host.run("systemctl --failed --no-legend").stdout
@@ -67,7 +67,7 @@ def read_tree(host, leaf: str) -> dict[tuple[str, int, int], str]:
     )
     values = {}
     for line in out.splitlines():
-        path, _, value = line.partition(":")
+        path, _skip, value = line.partition(":")
         parts = path[len(SYSFS_ROOT) :].strip("/").split("/")
         # class/infiniband/<dev>/ports/<port>/<leaf...>/<index>
         values[(parts[2], int(parts[4]), int(parts[-1]))] = value.strip()
@@ -120,7 +120,7 @@ def test_show_gids_prints_exactly_what_the_lab_tree_holds(lab_node):
 
 
 def test_node_sees_host_docker_socket(lab_node):
-    _, host = lab_node
+    _skip, host = lab_node
     assert host.file("/var/run/docker.sock").is_socket
 
 

@@ -1,0 +1,52 @@
+"""The lab itself: `labctl.py up` is idempotent and keeps running nodes as they are."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import NODE_CONTAINERS, ROOT
+
+
+def inspect(container: str) -> dict:
+    out = subprocess.run(
+        ["docker", "inspect", container], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out)[0]
+
+
+def test_up_again_restarts_nothing():
+    before = {name: inspect(c) for name, c in NODE_CONTAINERS.items()}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "lab" / "labctl.py"), "up"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "starting" not in proc.stderr
+    for name, container in NODE_CONTAINERS.items():
+        after = inspect(container)
+        assert after["Id"] == before[name]["Id"]
+        assert after["State"]["StartedAt"] == before[name]["State"]["StartedAt"]
+
+
+def test_nodes_run_with_capabilities_not_privileged():
+    for container in NODE_CONTAINERS.values():
+        host_config = inspect(container)["HostConfig"]
+        assert host_config["Privileged"] is False
+        assert {"SYS_ADMIN", "NET_ADMIN"} <= set(host_config["CapAdd"])
+
+
+def test_cable_network_is_internal_with_jumbo_mtu():
+    net = json.loads(
+        subprocess.run(
+            ["docker", "network", "inspect", "gb10-lab-cx7"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )[0]
+    assert net["Internal"] is True
+    assert net["Options"]["com.docker.network.driver.mtu"] == "9000"
