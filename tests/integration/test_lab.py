@@ -36,7 +36,9 @@ def test_nodes_run_with_capabilities_not_privileged():
     for container in NODE_CONTAINERS.values():
         host_config = inspect(container)["HostConfig"]
         assert host_config["Privileged"] is False
-        assert {"SYS_ADMIN", "NET_ADMIN"} <= set(host_config["CapAdd"])
+        # Docker reports capabilities with or without the CAP_ prefix, by version.
+        caps = {cap.removeprefix("CAP_") for cap in host_config["CapAdd"]}
+        assert {"SYS_ADMIN", "NET_ADMIN"} <= caps
 
 
 def test_cable_network_is_internal_with_jumbo_mtu():
