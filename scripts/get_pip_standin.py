@@ -25,13 +25,15 @@ import re
 import sys
 import sysconfig
 
-DEFAULT_FLAGS = ('--no-pip', '--no-setuptools', '--no-wheel')
+DEFAULT_FLAGS = ("--no-pip", "--no-setuptools", "--no-wheel")
 
 
 def version_key(wheel: str) -> tuple[int, ...]:
     """Sort key for pip-<version>-*.whl file names."""
-    match = re.match(r'pip-([0-9.]+)', os.path.basename(wheel))
-    return tuple(int(part) for part in match.group(1).strip('.').split('.') if part) if match else ()
+    match = re.match(r"pip-([0-9.]+)", os.path.basename(wheel))
+    if not match:
+        return ()
+    return tuple(int(part) for part in match.group(1).strip(".").split(".") if part)
 
 
 def bundled_pip_wheel() -> str:
@@ -42,20 +44,29 @@ def bundled_pip_wheel() -> str:
     except ImportError:
         pass
     else:
-        directories.append(os.path.join(os.path.dirname(ensurepip.__file__), '_bundled'))
+        directories.append(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"))
     # Debian and others move the wheels out of the standard library.
-    directories.append(sysconfig.get_config_var('WHEEL_PKG_DIR') or '')
-    directories.append('/usr/share/python-wheels')
-    wheels = [wheel for directory in directories if directory for wheel in glob.glob(os.path.join(directory, 'pip-*.whl'))]
+    directories.append(sysconfig.get_config_var("WHEEL_PKG_DIR") or "")
+    directories.append("/usr/share/python-wheels")
+    wheels = [
+        wheel
+        for directory in directories
+        if directory
+        for wheel in glob.glob(os.path.join(directory, "pip-*.whl"))
+    ]
     if not wheels:
-        sys.exit('get-pip stand-in: %s has no bundled pip wheel (is ensurepip installed?)' % sys.executable)
+        sys.exit(
+            f"get-pip stand-in: {sys.executable} has no bundled pip wheel (is ensurepip installed?)"
+        )
     return max(wheels, key=version_key)
 
 
 def main() -> None:
     """Install the requested packages with the bundled pip."""
     args = [arg for arg in sys.argv[1:] if arg not in DEFAULT_FLAGS]
-    defaults = [name for name in ('pip', 'setuptools', 'wheel') if '--no-' + name not in sys.argv[1:]]
+    defaults = [
+        name for name in ("pip", "setuptools", "wheel") if "--no-" + name not in sys.argv[1:]
+    ]
 
     # pip runs from a wheel on sys.path, as the pip documentation describes.
     sys.path.insert(0, bundled_pip_wheel())
@@ -63,12 +74,12 @@ def main() -> None:
     from pip._internal.cli.main import main as pip_main
     from pip._internal.commands import create_command
 
-    _options, requirements = create_command('install').parse_args(list(args))
+    _options, requirements = create_command("install").parse_args(list(args))
     if not requirements:
         args.extend(defaults)
 
-    sys.exit(pip_main(['install'] + args))
+    sys.exit(pip_main(["install"] + args))
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

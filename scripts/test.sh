@@ -11,8 +11,12 @@ export ANSIBLE_CONFIG="$root/ansible.cfg"
 export ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 PY_COLORS=0 NO_COLOR=1
 
 stage_lint() {
-  ruff check plugins lab tests molecule benchmarks \
-    && ruff format --check plugins lab tests molecule benchmarks \
+  local py_dirs=() dir
+  for dir in plugins lab tests molecule benchmarks scripts; do
+    [ -d "$dir" ] && py_dirs+=("$dir")
+  done
+  ruff check "${py_dirs[@]}" \
+    && ruff format --check "${py_dirs[@]}" \
     && yamllint --strict . \
     && ansible-lint --offline --strict -q
 }
