@@ -57,14 +57,15 @@ start_docker() {
 
 setup_venv() {
   local key venv
-  key=$( ("$python" -VV; cat requirements-dev.txt) | sha256sum | cut -c1-12)
+  key=$( ("$python" -VV; cat requirements-dev.txt constraints-dev.txt) | sha256sum | cut -c1-12)
   venv="$cache_dir/venv-$key"
   if [ ! -f "$venv/.complete" ]; then
     log "creating the Python tool chain in $venv"
     rm -rf "$venv"
     mkdir -p "$cache_dir"
     "$python" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r requirements-dev.txt
+    "$venv/bin/pip" install -q --disable-pip-version-check \
+      -r requirements-dev.txt -c constraints-dev.txt
     touch "$venv/.complete"
   fi
   ln -sfn "$venv" .venv
