@@ -26,7 +26,7 @@ stage_sanity() { scripts/ansible-test.sh sanity; }
 stage_units() { scripts/ansible-test.sh units; }
 
 # Tests of the lab's own tooling and other plain pytest tests that need no lab.
-stage_pytest() { pytest -q tests/lab; }
+stage_pytest() { pytest -q tests/lab tests/packaging; }
 
 # Playbooks driven through ansible-runner against a fresh lab.
 stage_integration() {
