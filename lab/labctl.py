@@ -11,7 +11,8 @@ What is simulated and how (see DESIGN.md, "The lab"):
 * each node is a Debian container with systemd as PID 1, built locally with mmdebstrap;
 * ``gb10-lab-mgmt`` is the management network, ``gb10-lab-cx7`` stands for the direct
   ConnectX-7 cable (MTU 9000, no way out); inside each node its interface is renamed to the
-  real GB10 name ``enp1s0f1np1``;
+  real GB10 name ``enp1s0f1np1`` and left as a new port is: no address, MTU 1500 (the
+  fabric role configures it);
 * each node gets an RDMA GID tree in the real sysfs layout (``lab/rdma/gid_tree.py``) at
   ``/var/lib/gb10-lab/sys`` and a ``show_gids`` stand-in that prints it;
 * each node gets the host Docker socket, and a host directory of its own mounted at the
@@ -40,6 +41,8 @@ MGMT_NETWORK = "gb10-lab-mgmt"
 CABLE_NETWORK = "gb10-lab-cx7"
 CABLE_SUBNET = "192.168.100.0/24"
 CABLE_MTU = 9000
+# A ConnectX-7 port's MTU out of the box; the fabric role raises it.
+FACTORY_MTU = 1500
 FABRIC_IFNAME = "enp1s0f1np1"
 # Where each node finds its lab RDMA tree; show_gids reads it by default.
 NODE_SYSFS_ROOT = "/var/lib/gb10-lab/sys"
@@ -164,7 +167,7 @@ def start_node(node: Node, tag: str) -> None:
     )
     docker("network", "connect", "--ip", node.fabric_ipv4, CABLE_NETWORK, node.container)
     wait_for_systemd(node)
-    rename_cable_interface(node)
+    factory_reset_cable_interface(node)
 
 
 def node_exec(node: Node, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -182,8 +185,12 @@ def wait_for_systemd(node: Node, timeout: float = 60) -> None:
     raise SystemExit(f"{node.container}: systemd did not finish booting (state {state!r})")
 
 
-def rename_cable_interface(node: Node) -> None:
-    """Give the cable's interface the name it has on a real GB10."""
+def factory_reset_cable_interface(node: Node) -> None:
+    """Leave the cable's interface as a new GB10 has it: real name, no address, MTU 1500.
+
+    Docker gives the interface an address and the network's MTU; a real CX-7 port starts
+    with neither, so the fabric role must configure both for real.
+    """
     addrs = json.loads(node_exec(node, "ip", "-j", "-4", "addr", "show").stdout)
     for link in addrs:
         if any(a.get("local") == node.fabric_ipv4 for a in link.get("addr_info", [])):
@@ -191,10 +198,11 @@ def rename_cable_interface(node: Node) -> None:
             break
     else:
         raise SystemExit(f"{node.container}: no interface holds {node.fabric_ipv4}")
-    if current == FABRIC_IFNAME:
-        return
     node_exec(node, "ip", "link", "set", "dev", current, "down")
-    node_exec(node, "ip", "link", "set", "dev", current, "name", FABRIC_IFNAME)
+    if current != FABRIC_IFNAME:
+        node_exec(node, "ip", "link", "set", "dev", current, "name", FABRIC_IFNAME)
+    node_exec(node, "ip", "addr", "flush", "dev", FABRIC_IFNAME)
+    node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "mtu", str(FACTORY_MTU))
     node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "up")
 
 
