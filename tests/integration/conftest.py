@@ -41,7 +41,7 @@ def run_playbook(
     check: bool = False,
 ) -> PlaybookRun:
     private = tmp_path / "runner"
-    private.mkdir(exist_ok=True)
+    private.mkdir(parents=True, exist_ok=True)
     result = ansible_runner.run(
         private_data_dir=str(private),
         project_dir=str(ROOT),
