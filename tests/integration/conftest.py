@@ -27,6 +27,7 @@ class PlaybookRun:
     rc: int
     stats: dict
     failure_messages: list[str]
+    debug_messages: list[str]
 
     def count(self, kind: str) -> int:
         return sum((self.stats.get(kind) or {}).values())
@@ -39,6 +40,7 @@ def run_playbook(
     inventories: tuple[Path, ...] = (LAB_INVENTORY,),
     extravars: dict | None = None,
     check: bool = False,
+    tags: str | None = None,
 ) -> PlaybookRun:
     private = tmp_path / "runner"
     private.mkdir(parents=True, exist_ok=True)
@@ -49,15 +51,21 @@ def run_playbook(
         inventory=[str(p) for p in inventories],
         extravars=extravars or {},
         cmdline="--check --diff" if check else None,
+        tags=tags,
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
         quiet=True,
     )
-    messages = []
+    failures, debugs = [], []
     for event in result.events:
-        if event.get("event") in ("runner_on_failed", "runner_on_unreachable"):
-            res = event["event_data"].get("res", {})
-            messages.append(str(res.get("msg", "")))
-    return PlaybookRun(result.status, result.rc, result.stats or {}, messages)
+        kind = event.get("event")
+        res = event.get("event_data", {}).get("res", {})
+        if kind in ("runner_on_failed", "runner_on_unreachable"):
+            failures.append(str(res.get("msg", "")))
+        elif kind == "runner_on_ok" and event["event_data"].get("task_action", "").endswith(
+            "debug"
+        ):
+            debugs.append(str(res.get("msg", "")))
+    return PlaybookRun(result.status, result.rc, result.stats or {}, failures, debugs)
 
 
 def node_has_file(node: str, path: str) -> bool:

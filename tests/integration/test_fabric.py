@@ -156,3 +156,11 @@ def test_link_down_is_named_and_the_next_run_converges(converged, tmp_path):
         assert "check the cable" in joined
     run = run_playbook(FABRIC, tmp_path / "up")
     assert run.status == "successful", run.failure_messages
+
+
+def test_acceptance_tag_in_the_lab_says_it_is_skipped(converged, tmp_path):
+    run = run_playbook(FABRIC, tmp_path, tags="fabric_acceptance")
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 0
+    joined = "\n".join(run.debug_messages)
+    assert "fabric acceptance is skipped (gb10_platform: lab)" in joined
