@@ -1,6 +1,7 @@
 """Build and run the gb10.serving lab: two simulated GB10 nodes on one Docker engine.
 
-    labctl.py image          build the node image unless an image of the same inputs exists
+    labctl.py image          build the node and engine images unless images of the same
+                             inputs exist (the engine image is also tagged gb10-lab-engine:lab)
     labctl.py up             create the networks and both nodes (idempotent)
     labctl.py down [--purge] remove the nodes, their engine containers and the networks;
                              --purge also deletes the per-node host directories
@@ -22,6 +23,7 @@ What is simulated and how (see DESIGN.md, "The lab"):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -36,6 +38,15 @@ sys.path.insert(0, str(LAB_DIR / "node"))
 
 from image import LABEL, build_image, image_tag  # noqa: E402
 from labdocker import docker, exists, log  # noqa: E402
+
+
+def _engine_image():
+    """lab/engine/image.py, loaded under its own name (lab/node has an image.py too)."""
+    spec = importlib.util.spec_from_file_location("engine_image", LAB_DIR / "engine" / "image.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 MGMT_NETWORK = "gb10-lab-mgmt"
 CABLE_NETWORK = "gb10-lab-cx7"
@@ -208,6 +219,7 @@ def factory_reset_cable_interface(node: Node) -> None:
 
 def up() -> None:
     tag = build_image()
+    _engine_image().build_image()
     ensure_networks()
     for node in NODES:
         if node_running(node, tag):
@@ -259,8 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "image":
         build_image()
+        _engine_image().build_image()
     elif args.command == "image-tag":
         print(image_tag())
+        print(_engine_image().image_tag())
     elif args.command == "up":
         up()
     elif args.command == "down":

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from labdocker import docker, exists, log
+from labdocker import apt_sources, docker, exists, log, prune_images
 
 HERE = Path(__file__).resolve().parent
 IMAGE_REPO = "gb10-lab-node"
@@ -41,21 +41,13 @@ def packages() -> list[str]:
     return [ln.split("#")[0].strip() for ln in lines if ln.split("#")[0].strip()]
 
 
-def apt_sources() -> str:
-    """The machine's own apt sources, so the image comes from the mirror it already uses."""
-    for candidate in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
-        path = Path(candidate)
-        if path.is_file() and path.read_text().strip():
-            return candidate
-    raise SystemExit("no apt sources found on this machine; mmdebstrap needs one")
-
-
 def build_image() -> str:
     """Build the node image unless one of the same inputs exists; return its tag."""
     tag = image_tag()
     if exists("image", tag):
         log(f"node image {tag} is up to date")
         return tag
+    prune_images(IMAGE_REPO, keep=set())
     log(f"building node image {tag} with mmdebstrap")
     with tempfile.TemporaryDirectory() as tmp:
         tarball = Path(tmp) / "rootfs.tar"

@@ -28,6 +28,8 @@ class PlaybookRun:
     stats: dict
     failure_messages: list[str]
     debug_messages: list[str]
+    stdout: str
+    events_data: list[dict]
 
     def count(self, kind: str) -> int:
         return sum((self.stats.get(kind) or {}).values())
@@ -40,7 +42,9 @@ def run_playbook(
     inventories: tuple[Path, ...] = (LAB_INVENTORY,),
     extravars: dict | None = None,
     check: bool = False,
+    diff: bool = False,
     tags: str | None = None,
+    verbosity: int = 0,
 ) -> PlaybookRun:
     private = tmp_path / "runner"
     private.mkdir(parents=True, exist_ok=True)
@@ -50,13 +54,15 @@ def run_playbook(
         playbook=str(playbook),
         inventory=[str(p) for p in inventories],
         extravars=extravars or {},
-        cmdline="--check --diff" if check else None,
+        cmdline=" ".join(["--check"] * check + ["--diff"] * (diff or check)) or None,
+        verbosity=verbosity or None,
         tags=tags,
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
         quiet=True,
     )
     failures, debugs = [], []
-    for event in result.events:
+    events = list(result.events)
+    for event in events:
         kind = event.get("event")
         res = event.get("event_data", {}).get("res", {})
         if kind in ("runner_on_failed", "runner_on_unreachable"):
@@ -65,7 +71,15 @@ def run_playbook(
             "debug"
         ):
             debugs.append(str(res.get("msg", "")))
-    return PlaybookRun(result.status, result.rc, result.stats or {}, failures, debugs)
+    return PlaybookRun(
+        result.status,
+        result.rc,
+        result.stats or {},
+        failures,
+        debugs,
+        result.stdout.read(),
+        events,
+    )
 
 
 def node_has_file(node: str, path: str) -> bool:
@@ -90,3 +104,11 @@ def lab_is_up():
         )
         if proc.stdout.strip() != "true":
             pytest.fail(f"{container} is not running: bring the lab up with `make lab-up`")
+
+
+@pytest.fixture(scope="session")
+def converged(tmp_path_factory, lab_is_up):
+    """site.yml has run once on the lab (tests that need a fresh lab run before it)."""
+    run = run_playbook(ROOT / "site.yml", tmp_path_factory.mktemp("converge"))
+    assert run.status == "successful", run.failure_messages
+    return run

@@ -54,13 +54,6 @@ def host_link(name: str, *settings: str, restore: tuple[str, ...]):
         subprocess.run(["ip", "link", "set", "dev", name, *restore], check=True)
 
 
-@pytest.fixture(scope="module")
-def converged(tmp_path_factory):
-    run = run_playbook(SITE, tmp_path_factory.mktemp("converge"))
-    assert run.status == "successful", run.failure_messages
-    return run
-
-
 @pytest.fixture(autouse=True)
 def no_marker():
     for node in NODE_CONTAINERS:

@@ -1,0 +1,18 @@
+"""Check mode on fresh nodes: reports the changes, makes none (runs before any converge)."""
+
+from __future__ import annotations
+
+from conftest import NODE_CONTAINERS, ROOT, node_has_file, run_playbook
+
+
+def test_check_mode_on_fresh_nodes_reports_changes_and_makes_none(tmp_path):
+    for node in NODE_CONTAINERS:
+        assert not node_has_file(node, "/etc/netplan/60-gb10-fabric.yaml"), "lab is not fresh"
+    run = run_playbook(ROOT / "site.yml", tmp_path, check=True)
+    assert run.status == "successful", run.failure_messages
+    assert run.stats["changed"].get("node0", 0) > 0
+    assert run.stats["changed"].get("node1", 0) > 0
+    for node in NODE_CONTAINERS:
+        assert not node_has_file(node, "/etc/netplan/60-gb10-fabric.yaml")
+        assert not node_has_file(node, "/etc/gb10-serving/fabric.env")
+        assert not node_has_file(node, f"/var/lib/gb10-lab/{node}/huggingface")

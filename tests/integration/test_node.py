@@ -1,0 +1,98 @@
+"""Node stage on the lab: cache ownership, the secret token, the same snapshot everywhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import NODE_CONTAINERS, ROOT, run_playbook
+
+NODE = ROOT / "playbooks" / "node.yml"
+UID = 1000
+# Stands for a real token; it must appear nowhere in any output or readable file.
+TOKEN = "hf_gb10TestTokenDoNotPrint7f3a9c"  # noqa: S105 (a fake token for the leak test)
+
+
+def cache_dir(node: str) -> str:
+    return f"/var/lib/gb10-lab/{node}/huggingface"
+
+
+def node_sh(node: str, script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["docker", "exec", NODE_CONTAINERS[node], "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def owner(node: str, path: str) -> tuple[int, int]:
+    out = node_sh(node, f"stat -c '%u %g' '{path}'").stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def snapshot_file(node: str, name: str) -> str:
+    """Path of a file in the lab model's snapshot (following refs/main)."""
+    repo = f"{cache_dir(node)}/hub/models--gb10-lab--tiny-llama"
+    commit = node_sh(node, f"cat {repo}/refs/main").stdout.strip()
+    return f"{repo}/snapshots/{commit}/{name}"
+
+
+@pytest.mark.parametrize("node", sorted(NODE_CONTAINERS))
+def test_cache_and_jit_dirs_belong_to_the_container_uid(converged, node):
+    for sub in (
+        "",
+        "/jitcache",
+        "/jitcache/triton",
+        "/jitcache/torch_extensions",
+        "/jitcache/vllm",
+        "/jitcache/flashinfer",
+        "/jitcache/tvm-ffi",
+        "/hub",
+    ):
+        assert owner(node, cache_dir(node) + sub) == (UID, UID), sub
+
+
+def test_ownership_repair_touches_only_what_is_wrong(converged, tmp_path):
+    stray = f"{cache_dir('node1')}/jitcache/vllm/left-by-root"
+    assert node_sh("node1", f"touch {stray} && chown 0:0 {stray}").returncode == 0
+    run = run_playbook(NODE, tmp_path / "repair")
+    assert run.status == "successful", run.failure_messages
+    assert run.stats["changed"].get("node1", 0) == 1
+    assert run.stats["changed"].get("node0", 0) == 0
+    assert owner("node1", stray) == (UID, UID)
+    again = run_playbook(NODE, tmp_path / "again")
+    assert again.count("changed") == 0
+
+
+def test_token_is_written_for_the_uid_and_never_shown(converged, tmp_path):
+    run = run_playbook(NODE, tmp_path, extravars={"node_hf_token": TOKEN}, verbosity=4, diff=True)
+    assert run.status == "successful", run.failure_messages
+    assert TOKEN not in run.stdout
+    assert TOKEN not in json.dumps(run.events_data)
+    for node in NODE_CONTAINERS:
+        token_file = f"{cache_dir(node)}/token"
+        assert node_sh(node, f"cat {token_file}").stdout == TOKEN
+        assert node_sh(node, f"stat -c '%a %u' {token_file}").stdout.split() == ["600", str(UID)]
+
+
+def test_differing_snapshots_stop_the_play_naming_the_file(converged, tmp_path):
+    config = snapshot_file("node1", "config.json")
+    assert (
+        node_sh(
+            "node1",
+            f"cp --remove-destination $(readlink -f {config}) {config} && echo ' ' >> {config}",
+        ).returncode
+        == 0
+    )
+    run = run_playbook(NODE, tmp_path / "differ")
+    assert run.status == "failed"
+    joined = "\n".join(run.failure_messages)
+    assert "differ" in joined
+    assert "config.json" in joined
+    # The fix the message gives: delete the wrong node's snapshot folder and re-run.
+    assert "delete its snapshot folder" in joined
+    assert node_sh("node1", f"rm -rf $(dirname {config})").returncode == 0
+    fixed = run_playbook(NODE, tmp_path / "fixed")
+    assert fixed.status == "successful", fixed.failure_messages
