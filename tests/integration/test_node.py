@@ -96,3 +96,26 @@ def test_differing_snapshots_stop_the_play_naming_the_file(converged, tmp_path):
     assert node_sh("node1", f"rm -rf $(dirname {config})").returncode == 0
     fixed = run_playbook(NODE, tmp_path / "fixed")
     assert fixed.status == "successful", fixed.failure_messages
+
+
+def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path):
+    """The real download path (hf in a container as the UID), kept offline: it must fail."""
+    run = run_playbook(
+        NODE,
+        tmp_path,
+        extravars={
+            "node_model": "gb10-lab/not-in-the-cache",
+            "node_lab_generate_model": False,
+            # Offline: the lab must not reach out to a hub; hf then fails at once.
+            "node_download_env": {"HF_HUB_OFFLINE": "1"},
+            "node_download_poll": 1,
+            "node_download_timeout": 10,
+        },
+    )
+    assert run.status == "failed"
+    assert any("GB on disk after 0 s" in msg for msg in run.debug_messages)
+    joined = "\n".join(run.failure_messages)
+    assert "The download of gb10-lab/not-in-the-cache@main on node0 failed" in joined
+    assert "re-running resumes it" in joined
+    assert "Last lines:" in joined
+    assert "offline" in joined.lower()
