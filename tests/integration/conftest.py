@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LAB_INVENTORY = ROOT / "inventory" / "lab"
 HERE = Path(__file__).resolve().parent
 NODE_CONTAINERS = {"node0": "gb10-lab-node0", "node1": "gb10-lab-node1"}
+# Preflight, then a play that leaves MARKER on every node: what "before any change" means.
+GUARD = HERE / "playbooks" / "preflight_guard.yml"
+MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes)
 
 
 @dataclass
@@ -112,3 +115,21 @@ def converged(tmp_path_factory, lab_is_up):
     run = run_playbook(ROOT / "site.yml", tmp_path_factory.mktemp("converge"))
     assert run.status == "successful", run.failure_messages
     return run
+
+
+def run_guarded(tmp_path: Path, **kwargs) -> PlaybookRun:
+    """Run the guard playbook with no marker left from an earlier run."""
+    for node in NODE_CONTAINERS:
+        remove_node_file(node, MARKER)
+    return run_playbook(GUARD, tmp_path, **kwargs)
+
+
+def assert_stopped_before_any_change(run: PlaybookRun, fragments) -> None:
+    """The run failed, changed nothing anywhere, and said each fragment."""
+    assert run.status == "failed"
+    assert run.count("changed") == 0
+    for node in NODE_CONTAINERS:
+        assert not node_has_file(node, MARKER)
+    joined = "\n".join(run.failure_messages)
+    for fragment in fragments:
+        assert fragment in joined

@@ -12,15 +12,13 @@ from conftest import (
     LAB_INVENTORY,
     NODE_CONTAINERS,
     ROOT,
-    node_has_file,
-    remove_node_file,
+    assert_stopped_before_any_change,
+    run_guarded,
     run_playbook,
 )
 
 SITE = ROOT / "site.yml"
 FABRIC = ROOT / "playbooks" / "fabric.yml"
-GUARD = HERE / "playbooks" / "preflight_guard.yml"
-MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes)
 FABRIC_IF = "enp1s0f1np1"
 
 
@@ -52,12 +50,6 @@ def host_link(name: str, *settings: str, restore: tuple[str, ...]):
         yield
     finally:
         subprocess.run(["ip", "link", "set", "dev", name, *restore], check=True)
-
-
-@pytest.fixture(autouse=True)
-def no_marker():
-    for node in NODE_CONTAINERS:
-        remove_node_file(node, MARKER)
 
 
 BAD_INPUT = [
@@ -101,16 +93,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize(("kwargs", "expected"), BAD_INPUT)
 def test_bad_fabric_input_fails_in_preflight_before_any_change(tmp_path, kwargs, expected):
-    # fabric_netplan_renderer is checked by the fabric role itself; the others by preflight.
-    playbook = SITE if "fabric_netplan_renderer" in kwargs.get("extravars", {}) else GUARD
-    run = run_playbook(playbook, tmp_path, **kwargs)
-    assert run.status == "failed"
-    assert run.count("changed") == 0
-    assert not node_has_file("node0", MARKER)
-    assert not node_has_file("node1", MARKER)
-    joined = "\n".join(run.failure_messages)
-    for fragment in expected:
-        assert fragment in joined
+    assert_stopped_before_any_change(run_guarded(tmp_path, **kwargs), expected)
 
 
 def test_converged_fabric_is_idempotent(converged, tmp_path):

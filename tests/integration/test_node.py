@@ -6,7 +6,13 @@ import json
 import subprocess
 
 import pytest
-from conftest import NODE_CONTAINERS, ROOT, run_playbook
+from conftest import (
+    NODE_CONTAINERS,
+    ROOT,
+    assert_stopped_before_any_change,
+    run_guarded,
+    run_playbook,
+)
 
 NODE = ROOT / "playbooks" / "node.yml"
 UID = 1000
@@ -121,10 +127,6 @@ def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path
     assert "offline" in joined.lower()
 
 
-GUARD = ROOT / "tests" / "integration" / "playbooks" / "preflight_guard.yml"
-MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes)
-
-
 @pytest.mark.parametrize(
     ("extravars", "fragments"),
     [
@@ -148,13 +150,4 @@ MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes
     ],
 )
 def test_bad_node_input_fails_in_preflight_before_any_change(tmp_path, extravars, fragments):
-    for node in NODE_CONTAINERS:
-        node_sh(node, f"rm -f {MARKER}")
-    run = run_playbook(GUARD, tmp_path, extravars=extravars)
-    assert run.status == "failed"
-    assert run.count("changed") == 0
-    for node in NODE_CONTAINERS:
-        assert node_sh(node, f"test -e {MARKER}").returncode != 0
-    joined = "\n".join(run.failure_messages)
-    for fragment in fragments:
-        assert fragment in joined
+    assert_stopped_before_any_change(run_guarded(tmp_path, extravars=extravars), fragments)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 from conftest import (
+    GUARD,
     HERE,
     LAB_INVENTORY,
+    MARKER,
     ROOT,
+    assert_stopped_before_any_change,
     node_has_file,
     remove_node_file,
+    run_guarded,
     run_playbook,
 )
 
 SITE = ROOT / "site.yml"
-GUARD = HERE / "playbooks" / "preflight_guard.yml"
-MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes)
 
 
 @pytest.fixture(autouse=True)
@@ -78,14 +80,7 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize(("kwargs", "expected"), BAD_INPUT)
 def test_bad_input_fails_before_any_change(tmp_path, kwargs, expected):
-    run = run_playbook(GUARD, tmp_path, **kwargs)
-    assert run.status == "failed"
-    assert run.count("changed") == 0
-    assert not node_has_file("node0", MARKER)
-    assert not node_has_file("node1", MARKER)
-    joined = "\n".join(run.failure_messages)
-    for fragment in expected:
-        assert fragment in joined
+    assert_stopped_before_any_change(run_guarded(tmp_path, **kwargs), expected)
 
 
 def test_nodes_must_agree_on_platform(tmp_path):
@@ -94,8 +89,5 @@ def test_nodes_must_agree_on_platform(tmp_path):
         "gb10_cluster:\n  children:\n    gb10_workers:\n      hosts:\n"
         "        node1:\n          gb10_platform: spark\n"
     )
-    run = run_playbook(GUARD, tmp_path, inventories=(LAB_INVENTORY, inventory))
-    assert run.status == "failed"
-    assert run.count("changed") == 0
-    assert not node_has_file("node0", MARKER)
-    assert "gb10_platform differs between nodes (lab, spark)" in "\n".join(run.failure_messages)
+    run = run_guarded(tmp_path, inventories=(LAB_INVENTORY, inventory))
+    assert_stopped_before_any_change(run, ["gb10_platform differs between nodes (lab, spark)"])

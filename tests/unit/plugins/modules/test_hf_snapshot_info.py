@@ -12,7 +12,6 @@ import errno
 import os
 
 import pytest
-from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.module_utils import _hf_cache
 from ansible_collections.gb10.serving.plugins.modules import hf_snapshot_info
@@ -29,6 +28,10 @@ from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_hf_ca
     etag_of,
     expected_manifest,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+)
 
 RESULT_KEYS = {
     "changed",
@@ -43,34 +46,6 @@ RESULT_KEYS = {
     "repo_path",
     "problem",
 }
-
-
-class AnsibleExitJson(Exception):
-    """exit_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
-class AnsibleFailJson(Exception):
-    """fail_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
-@pytest.fixture(autouse=True)
-def fake_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(AnsibleModule, "fail_json", fail_json)
 
 
 def succeed(args):

@@ -19,6 +19,10 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.modules import roce_gid_info
+from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+)
 
 COLLECTION = Path(__file__).resolve().parents[4]
 GID_TREE = COLLECTION / "lab" / "rdma" / "gid_tree.py"
@@ -33,32 +37,8 @@ SELECTED_KEYS = {"device", "port", "index", "netdev", "ipv4", "gid"}
 ROW_KEYS = {"device", "port", "index", "gid", "ipv4", "version", "netdev"}
 
 
-class AnsibleExitJson(Exception):
-    """exit_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
-class AnsibleFailJson(Exception):
-    """fail_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
 @pytest.fixture(autouse=True)
-def fake_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(AnsibleModule, "fail_json", fail_json)
+def no_lab_root_in_env(monkeypatch):
     monkeypatch.delenv("SHOW_GIDS_SYSFS_ROOT", raising=False)
 
 

@@ -17,6 +17,10 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.modules import tree_owner
+from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
 
@@ -41,34 +45,6 @@ WRONG = {
     "broken": (0, 0),
 }
 ENTRIES = 13  # in the tree below, the root included
-
-
-class AnsibleExitJson(Exception):
-    """exit_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
-class AnsibleFailJson(Exception):
-    """fail_json was called; .result holds its keyword arguments."""
-
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
-
-@pytest.fixture(autouse=True)
-def fake_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(AnsibleModule, "fail_json", fail_json)
 
 
 def succeed(args):
