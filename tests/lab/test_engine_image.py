@@ -14,16 +14,16 @@ import pytest
 
 LAB_DIR = Path(__file__).resolve().parents[2] / "lab"
 
-# `pip config list` on a development machine of this project (paths as they were there).
+# `pip config list` in the shape pip prints it (illustrative paths).
 PIP_CONFIG_LIST = """\
 :env:.cert='/etc/ssl/certs/ca-certificates.crt'
 :env:.default-timeout='180'
 :env:.disable-pip-version-check='1'
-:env:.find-links='/opt/wheels'
+:env:.find-links='/srv/wheelhouse'
 global.cert='/etc/ssl/certs/ca-certificates.crt'
-global.constraint='/etc/xdg/pip/constraints.txt'
-global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'
-global.find-links='/opt/wheels'
+global.constraint='/etc/pip-constraints.txt'
+global.extra-index-url='file:///srv/mirror/simple file:///srv/mirror-extra/simple'
+global.find-links='/srv/wheelhouse'
 """
 
 
@@ -128,8 +128,8 @@ def test_packages_list_drops_comments_and_blanks(engine_copy):
 
 def test_find_links_come_from_pip_config_and_environment():
     image = _load(LAB_DIR / "engine" / "image.py", "lab_engine_image_fl")
-    env = {"PIP_FIND_LINKS": "file:///srv/wheels /opt/wheels"}
-    assert image.parse_find_links(PIP_CONFIG_LIST, env) == ["/opt/wheels", "/srv/wheels"]
+    env = {"PIP_FIND_LINKS": "file:///srv/wheels /srv/wheelhouse"}
+    assert image.parse_find_links(PIP_CONFIG_LIST, env) == ["/srv/wheelhouse", "/srv/wheels"]
     assert image.parse_find_links("global.index-url='https://example.invalid'\n", {}) == []
 
 
