@@ -4,20 +4,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gb10.serving.plugins.filter.acceptance import FilterModule
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
+    load_capture as capture,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "module_utils" / "fixtures"
 FILTERS = FilterModule().filters()
-
-
-def capture(kind: str, name: str) -> str:
-    """A fixture without its leading '# SOURCE' note, as the tool printed it."""
-    lines = (FIXTURES / kind / name).read_text(encoding="utf-8").splitlines()
-    return "\n".join(line for line in lines if not line.startswith("# SOURCE"))
 
 
 def test_ib_write_bw_dgx_spark_roce_gid3_as_text_and_as_lines():

@@ -20,6 +20,10 @@ from ansible_collections.gb10.serving.plugins.module_utils._nccl_tests import (
     NcclTestsParseError,
     parse_nccl_tests,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
+    edit,
+    load_capture,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nccl"
 
@@ -41,17 +45,7 @@ GB10_ROW = (
 
 
 def load(name):
-    """A fixture's captured output, without its first ('# SOURCE: ...') line."""
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    source, _newline, output = text.partition("\n")
-    assert source.startswith("# SOURCE: "), name
-    return output
-
-
-def edit(text, old, new):
-    """Replace the one occurrence of ``old`` (a derived case must change exactly one thing)."""
-    assert text.count(old) == 1, old
-    return text.replace(old, new)
+    return load_capture("nccl", name)
 
 
 def spark(rank, host):

@@ -26,6 +26,10 @@ from ansible_collections.gb10.serving.plugins.module_utils._perftest import (
     parse_ib_bw,
     to_gbps,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
+    edit,
+    load_capture,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "perftest"
 
@@ -42,17 +46,7 @@ TABLE_HEADER_G = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/se
 
 
 def load(name):
-    """A fixture's captured output, without its first ('# SOURCE: ...') line."""
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    source, _newline, output = text.partition("\n")
-    assert source.startswith("# SOURCE: "), name
-    return output
-
-
-def edit(text, old, new):
-    """Replace the one occurrence of ``old`` (a derived case must change exactly one thing)."""
-    assert text.count(old) == 1, old
-    return text.replace(old, new)
+    return load_capture("perftest", name)
 
 
 def cut_after(text, marker):
