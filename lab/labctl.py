@@ -57,6 +57,8 @@ FACTORY_MTU = 1500
 FABRIC_IFNAME = "enp1s0f1np1"
 # Where each node finds its lab RDMA tree; show_gids reads it by default.
 NODE_SYSFS_ROOT = "/var/lib/gb10-lab/sys"
+# /dev/shm of each node, which its engine shares (2 GiB; the CPU engine needs about 160 MiB).
+NODE_SHM_BYTES = 2 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,12 @@ def node_running(node: Node, tag: str) -> bool:
     if proc.returncode != 0:
         return False
     info = json.loads(proc.stdout)[0]
-    return info["State"]["Running"] and info["Config"]["Image"] == tag
+    return (
+        info["State"]["Running"]
+        and info["Config"]["Image"] == tag
+        and info["HostConfig"]["IpcMode"] == "shareable"
+        and info["HostConfig"]["ShmSize"] == NODE_SHM_BYTES
+    )
 
 
 def start_node(node: Node, tag: str) -> None:
@@ -161,6 +168,12 @@ def start_node(node: Node, tag: str) -> None:
         "SYS_ADMIN",
         "--cap-add",
         "NET_ADMIN",
+        # The engine joins the node's IPC namespace, as it uses the host's on a Spark; vLLM's
+        # shared-memory queues need more than Docker's default 64 MB /dev/shm.
+        "--ipc",
+        "shareable",
+        "--shm-size",
+        str(NODE_SHM_BYTES),
         "--tmpfs",
         "/run",
         "--tmpfs",
