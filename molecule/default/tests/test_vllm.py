@@ -1,0 +1,81 @@
+"""Verify the engine stage: two ranks serving, untouched by a re-run, keyed API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+
+PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+INVENTORY = PROJECT / "inventory" / "lab"
+KEY_FILE = PROJECT / ".cache" / "lab" / "vllm-api-key"
+ENGINES = {"node0": "gb10-lab-node0-vllm", "node1": "gb10-lab-node1-vllm"}
+MODEL = "gb10-lab/tiny-llama"
+
+
+def engine(name: str) -> dict:
+    """The engine container as the lab's Docker engine reports it."""
+    out = subprocess.run(
+        ["docker", "inspect", ENGINES[name]], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out)[0]
+
+
+def head_url() -> str:
+    out = subprocess.run(
+        ["docker", "inspect", "gb10-lab-node0"], capture_output=True, text=True, check=True
+    ).stdout
+    address = json.loads(out)[0]["NetworkSettings"]["Networks"]["gb10-lab-mgmt"]["IPAddress"]
+    return f"http://{address}:8000"
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_engine_runs_in_its_node_namespaces_as_the_container_uid(name):
+    info = engine(name)
+    assert info["State"]["Running"]
+    assert info["State"]["RestartCount"] == 0
+    assert info["Config"]["User"] == "1000:1000"
+    assert info["HostConfig"]["NetworkMode"] == f"container:gb10-lab-{name}"
+    assert info["HostConfig"]["IpcMode"] == f"container:gb10-lab-{name}"
+    assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface" in info["HostConfig"]["Binds"]
+
+
+def test_both_engines_carry_the_same_deployment_fingerprint():
+    labels = [engine(name)["Config"]["Labels"] for name in sorted(ENGINES)]
+    fingerprints = {label["io.gb10-serving.deployment"] for label in labels}
+    assert len(fingerprints) == 1
+    assert len(fingerprints.pop()) == 64
+    assert [label["io.gb10-serving.rank"] for label in labels] == ["0", "1"]
+
+
+def test_a_rerun_keeps_the_same_containers_and_start_times():
+    before = {name: (engine(name)["Id"], engine(name)["State"]["StartedAt"]) for name in ENGINES}
+    run = subprocess.run(
+        ["ansible-playbook", "-i", str(INVENTORY), str(PROJECT / "site.yml")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "ANSIBLE_CONFIG": str(PROJECT / "ansible.cfg")},
+        cwd=PROJECT,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    recap = run.stdout[run.stdout.index("PLAY RECAP") :]
+    assert "changed=0" in recap
+    assert "changed=1" not in recap
+    after = {name: (engine(name)["Id"], engine(name)["State"]["StartedAt"]) for name in ENGINES}
+    assert after == before
+
+
+def test_the_api_answers_with_the_key_only():
+    key = KEY_FILE.read_text().strip()
+    models = requests.get(
+        f"{head_url()}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30
+    )
+    assert models.status_code == 200
+    assert [model["id"] for model in models.json()["data"]] == [MODEL]
+    assert requests.get(f"{head_url()}/v1/models", timeout=30).status_code == 401

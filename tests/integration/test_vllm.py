@@ -1,0 +1,276 @@
+"""Engine stage on the lab: the real CPU vLLM at tensor parallel 2 across the two nodes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import (
+    NODE_CONTAINERS,
+    ROOT,
+    assert_stopped_before_any_change,
+    run_guarded,
+    run_playbook,
+)
+
+SITE = ROOT / "site.yml"
+KEY_FILE = ROOT / ".cache" / "lab" / "vllm-api-key"
+LOG_DIR = ROOT / "reports" / "vllm-logs"
+MODEL = "gb10-lab/tiny-llama"
+ENGINES = {node: f"gb10-lab-{node}-vllm" for node in NODE_CONTAINERS}
+HEAD_FABRIC_IP = "192.168.100.10"
+WORKER_FABRIC_IP = "192.168.100.11"
+
+
+def inspect(container: str) -> dict | None:
+    proc = subprocess.run(
+        ["docker", "inspect", container], capture_output=True, text=True, check=False
+    )
+    return json.loads(proc.stdout)[0] if proc.returncode == 0 else None
+
+
+def engines_state() -> dict[str, tuple[str, str, bool]]:
+    """Per node: container ID, start time, running."""
+    state = {}
+    for node, name in ENGINES.items():
+        info = inspect(name)
+        state[node] = (
+            (info["Id"], info["State"]["StartedAt"], info["State"]["Running"]) if info else None
+        )
+    return state
+
+
+def api_url() -> str:
+    """The head's API, through its management address (the engine shares the node's network)."""
+    info = inspect(NODE_CONTAINERS["node0"])
+    address = info["NetworkSettings"]["Networks"]["gb10-lab-mgmt"]["IPAddress"]
+    return f"http://{address}:8000"
+
+
+def api_key() -> str:
+    return KEY_FILE.read_text().strip()
+
+
+def chat(key: str | None, content: str = "Hello") -> requests.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return requests.post(
+        f"{api_url()}/v1/chat/completions",
+        headers=headers,
+        json={
+            "model": MODEL,
+            "messages": [{"role": "user", "content": content}],
+            "max_tokens": 16,
+            "min_tokens": 4,
+        },
+        timeout=120,
+    )
+
+
+def task_facts(run, task: str) -> dict[str, dict]:
+    """ansible_facts a set_fact task returned, per host."""
+    facts = {}
+    for event in run.events_data:
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and data.get("task") == task:
+            facts[data["host"]] = data["res"].get("ansible_facts", {})
+    return facts
+
+
+def test_chat_completion_with_the_key_returns_text(converged):
+    response = chat(api_key())
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model"] == MODEL
+    assert body["usage"]["completion_tokens"] >= 4
+    assert isinstance(body["choices"][0]["message"]["content"], str)
+    assert body["choices"][0]["message"]["content"]
+
+
+@pytest.mark.parametrize("key", [None, "not-the-key-0123456789"], ids=["no-key", "wrong-key"])
+def test_request_without_the_key_is_refused(converged, key):
+    assert chat(key).status_code == 401
+    assert requests.get(f"{api_url()}/v1/models", timeout=30).status_code == 401
+
+
+def test_the_key_is_kept_secret(converged):
+    key = api_key()
+    assert len(key) >= 16
+    assert KEY_FILE.stat().st_mode & 0o777 == 0o600
+    assert KEY_FILE.parent.stat().st_mode & 0o777 == 0o700
+    assert key not in converged.stdout
+    assert key not in json.dumps(converged.events_data)
+    head = inspect(ENGINES["node0"])
+    assert key not in json.dumps(head["Config"]["Cmd"])
+    secret = subprocess.run(
+        [
+            "docker",
+            "exec",
+            NODE_CONTAINERS["node0"],
+            "stat",
+            "-c",
+            "%a %U",
+            "/etc/gb10-serving/vllm-secret.env",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert secret == ["600", "root"]
+
+
+def test_ranks_meet_over_the_fabric(converged):
+    worker_log = subprocess.run(
+        ["docker", "logs", ENGINES["node1"]], capture_output=True, text=True, check=True
+    )
+    text = worker_log.stdout + worker_log.stderr
+    assert f"distributed_init_method=tcp://{HEAD_FABRIC_IP}:29500" in text
+    assert "world_size=2 rank=1" in text
+    connections = subprocess.run(
+        ["docker", "exec", NODE_CONTAINERS["node0"], "ss", "-Htn", "state", "established"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    pairs = [line.split()[-2:] for line in connections.splitlines() if line.strip()]
+    assert any(
+        local.startswith(HEAD_FABRIC_IP + ":") and peer.startswith(WORKER_FABRIC_IP + ":")
+        for local, peer in pairs
+    ), connections
+
+
+def test_the_commands_carry_ranks_and_the_fabric_env(converged):
+    head, worker = inspect(ENGINES["node0"]), inspect(ENGINES["node1"])
+    head_cmd, worker_cmd = head["Config"]["Cmd"], worker["Config"]["Cmd"]
+    for cmd, rank in ((head_cmd, "0"), (worker_cmd, "1")):
+        assert cmd[cmd.index("--node-rank") + 1] == rank
+        assert cmd[cmd.index("--master-addr") + 1] == HEAD_FABRIC_IP
+        assert cmd[cmd.index("--nnodes") + 1] == "2"
+        assert len(cmd[cmd.index("--revision") + 1]) == 40
+    assert "--headless" in worker_cmd
+    assert "--headless" not in head_cmd
+    for info, ip in ((head, HEAD_FABRIC_IP), (worker, WORKER_FABRIC_IP)):
+        env = dict(item.split("=", 1) for item in info["Config"]["Env"])
+        assert env["VLLM_HOST_IP"] == ip
+        assert env["GLOO_SOCKET_IFNAME"] == "enp1s0f1np1"
+        assert env["HF_HOME"] == "/cache/huggingface"
+        assert env["TRITON_CACHE_DIR"] == "/cache/huggingface/jitcache/triton"
+        assert info["Config"]["User"] == "1000:1000"
+        assert "VLLM_API_KEY" not in env or info is head
+        labels = info["Config"]["Labels"]
+        assert (
+            labels["io.gb10-serving.deployment"]
+            == head["Config"]["Labels"]["io.gb10-serving.deployment"]
+        )
+
+
+def test_boot_log_facts(converged):
+    facts = task_facts(converged, "Keep this node's boot facts")
+    head = facts["node0"]["vllm_boot"]
+    assert head["version"] == "0.32.0"
+    assert head["kv_cache_device"] == "CPU"
+    assert head["kv_cache_tokens"] > 100000
+    assert head["max_concurrency"] >= 10
+    assert head["max_concurrency_request_tokens"] == 512
+    assert head["world_size"] == 2
+    assert head["ready"] is True
+    assert head["errors"] == []
+    assert facts["node1"]["vllm_boot"]["rank"] == 1
+
+
+def test_a_rerun_leaves_the_engines_untouched(converged, tmp_path):
+    before = engines_state()
+    assert all(state and state[2] for state in before.values()), before
+    run = run_playbook(SITE, tmp_path)
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 0
+    assert engines_state() == before
+
+
+def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
+    before = engines_state()
+    run = run_playbook(SITE, tmp_path, check=True)
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 0
+    assert engines_state() == before
+
+
+BAD_INPUT = {
+    "unknown-placeholder": (
+        {"vllm_recipe_overrides": {"command": "vllm serve {model} --port {port} --x {nope}"}},
+        ["nope"],
+    ),
+    "tensor-parallel-above-nodes": (
+        {"vllm_recipe_overrides": {"tensor_parallel": 4}},
+        ["tensor_parallel", "2 node(s)"],
+    ),
+    "per-node-flag-in-recipe": (
+        {"vllm_recipe_overrides": {"dtype": "bfloat16 --node-rank=1"}},
+        ["--node-rank", "vllm_recipe.command"],
+    ),
+    "model-not-the-cached-one": (
+        {"vllm_recipe_overrides": {"model": "org/other-model"}},
+        ["vllm_recipe.model", "node_model"],
+    ),
+    "short-api-key": ({"vllm_api_key": "short"}, ["vllm_api_key"]),
+    "backend-choice": ({"vllm_distributed_backend": "slurm"}, ["vllm_distributed_backend"]),
+    "recipe-without-container": (
+        {"vllm_recipe_overrides": {"container": None}},
+        ["container"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUT))
+def test_bad_engine_input_stops_before_any_change(converged, tmp_path, case):
+    extravars, fragments = BAD_INPUT[case]
+    before = engines_state()
+    run = run_guarded(tmp_path, extravars=extravars)
+    assert_stopped_before_any_change(run, fragments)
+    assert engines_state() == before
+
+
+def test_a_killed_worker_is_restored_by_the_next_run(converged, tmp_path):
+    subprocess.run(["docker", "kill", ENGINES["node1"]], capture_output=True, check=True)
+    before = engines_state()
+    assert before["node1"][2] is False
+    run = run_playbook(SITE, tmp_path)
+    assert run.status == "successful", run.failure_messages
+    assert any("node1: the engine is exited" in msg for msg in run.debug_messages)
+    after = engines_state()
+    assert all(state[2] for state in after.values())
+    # The whole cluster restarted, the head too: a rank cannot rejoin a running head.
+    assert after["node0"][0] != before["node0"][0]
+    assert chat(api_key()).status_code == 200
+
+
+def test_a_bad_engine_flag_fails_with_its_cause_and_stops_every_engine(converged, tmp_path):
+    existing = set(LOG_DIR.iterdir()) if LOG_DIR.exists() else set()
+    run = run_playbook(
+        SITE,
+        tmp_path / "bad",
+        extravars={"vllm_recipe_overrides": {"dtype": "bfloat16 --no-such-flag"}},
+    )
+    assert run.status == "failed"
+    joined = "\n".join(run.failure_messages)
+    assert "--no-such-flag" in joined
+    assert "Every engine is stopped" in joined
+    assert not any(state and state[2] for state in engines_state().values())
+    saved = sorted(set(LOG_DIR.iterdir()) - existing)
+    assert len(saved) == 1
+    logs = {path.name: path.read_text() for path in saved[0].iterdir()}
+    assert set(logs) == {"node0.log", "node1.log"}
+    assert all("--no-such-flag" in text for text in logs.values())
+    assert saved[0].stat().st_mode & 0o777 == 0o700
+
+    restored = run_playbook(SITE, tmp_path / "restore")
+    assert restored.status == "successful", restored.failure_messages
+    assert chat(api_key()).status_code == 200
+
+
+def test_logs_of_the_lab_have_no_key(converged):
+    key = api_key()
+    for path in Path(LOG_DIR).rglob("*.log") if LOG_DIR.exists() else []:
+        assert key not in path.read_text()
