@@ -9,10 +9,21 @@ from pathlib import Path
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def load_raw(kind, name):
+    """A capture from fixtures/<kind>/ exactly as stored, carriage returns included.
+
+    For captures whose source is told beside them instead of in a first line (the lab's own
+    logs, files that group several sources under their own '#' lines).
+    """
+    return (FIXTURES / kind / name).read_bytes().decode("utf-8")
+
+
 def load_capture(kind, name):
-    """A capture from fixtures/<kind>/, without its first ('# SOURCE: ...') line."""
-    text = (FIXTURES / kind / name).read_text(encoding="utf-8")
-    source, _newline, output = text.partition("\n")
+    """A capture from fixtures/<kind>/, without its first ('# SOURCE: ...') line.
+
+    Read byte for byte: carriage returns (progress bars, CRLF) are kept.
+    """
+    source, _newline, output = load_raw(kind, name).partition("\n")
     assert source.startswith("# SOURCE: "), name
     return output
 
