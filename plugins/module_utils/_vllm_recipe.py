@@ -138,43 +138,23 @@ def recipe_problems(recipe, provided=None):
             "number of nodes of at least 1 (2 for tensor parallel across two GB10 nodes)."
         )
 
-    defaults = recipe.get("defaults", {})
-    if not isinstance(defaults, Mapping):
-        problems.append(
-            f"the recipe's defaults is {_kind(defaults)}, not a mapping: give it as a mapping "
-            "of placeholder name to value (or leave it out)."
-        )
-        defaults = {}
-    for key, value in defaults.items():
-        if not isinstance(key, str) or not _NAME.match(key):
-            problems.append(
-                f"defaults key {key!r} is not a name a placeholder can use: name it with "
-                "letters, digits and '_' (not starting with a digit)."
-            )
-        elif not _is_scalar(value):
-            problems.append(
-                f"defaults.{key} is {_kind(value)}, not a string, number or boolean: write a "
-                "JSON value as a quoted string (for example '{\"temperature\":0.4}')."
-            )
-
-    env = recipe.get("env", {})
-    if not isinstance(env, Mapping):
-        problems.append(
-            f"the recipe's env is {_kind(env)}, not a mapping: give it as a mapping of "
-            "environment variable name to value (or leave it out)."
-        )
-        env = {}
-    for name, value in env.items():
-        if not isinstance(name, str) or not _NAME.match(name):
-            problems.append(
-                f"env name {name!r} is not a valid environment variable name: use letters, "
-                "digits and '_', not starting with a digit (for example VLLM_CACHE_DIR)."
-            )
-        elif not _is_scalar(value):
-            problems.append(
-                f"env.{name} is {_kind(value)}, not a string, number or boolean: quote the "
-                "value (for example '0')."
-            )
+    defaults = _mapping_problems(
+        recipe,
+        "defaults",
+        problems,
+        what="placeholder name",
+        name_fix="name it with letters, digits and '_' (not starting with a digit).",
+        value_fix="write a JSON value as a quoted string (for example '{\"temperature\":0.4}').",
+    )
+    _mapping_problems(
+        recipe,
+        "env",
+        problems,
+        what="environment variable name",
+        name_fix="use letters, digits and '_', not starting with a digit (for example "
+        "VLLM_CACHE_DIR).",
+        value_fix="quote the value (for example '0').",
+    )
 
     command = recipe.get("command")
     if isinstance(command, str) and command.strip():
@@ -194,6 +174,25 @@ def recipe_problems(recipe, provided=None):
                     f"vllm_recipe_overrides), or take {them} out of the command."
                 )
     return problems
+
+
+def _mapping_problems(recipe, field, problems, what, name_fix, value_fix):
+    """Append the problems of the recipe's ``defaults`` or ``env``; return it (or {})."""
+    mapping = recipe.get(field, {})
+    if not isinstance(mapping, Mapping):
+        problems.append(
+            f"the recipe's {field} is {_kind(mapping)}, not a mapping: give it as a mapping "
+            f"of {what} to value (or leave it out)."
+        )
+        return {}
+    for key, value in mapping.items():
+        if not isinstance(key, str) or not _NAME.match(key):
+            problems.append(f"{field} key {key!r} is not a valid {what}: {name_fix}")
+        elif not _is_scalar(value):
+            problems.append(
+                f"{field}.{key} is {_kind(value)}, not a string, number or boolean: {value_fix}"
+            )
+    return mapping
 
 
 def merge_recipe(recipe, overrides):

@@ -276,3 +276,31 @@ def test_logs_of_the_lab_have_no_key(converged):
     key = api_key()
     for path in Path(LOG_DIR).rglob("*.log") if LOG_DIR.exists() else []:
         assert key not in path.read_text()
+
+
+def test_check_mode_shows_the_ray_launch_and_changes_nothing(converged, tmp_path):
+    """Ray is not in the lab image: check mode proves the plan, a real run needs a Spark."""
+    before = engines_state()
+    run = run_playbook(SITE, tmp_path, check=True, extravars={"vllm_distributed_backend": "ray"})
+    assert run.status == "successful", run.failure_messages
+    plans = task_facts(run, "Work out this node's engine container")
+    head = plans["node0"]["__vllm_node"]["spec"]["command"]
+    worker = plans["node1"]["__vllm_node"]["spec"]["command"]
+    assert head[:2] == ["sh", "-c"]
+    assert "ray start --head" in head[2]
+    assert head[3:5] == ["6379", "2"]
+    assert head[5:7] == ["vllm", "serve"]
+    assert head[-2:] == ["--distributed-executor-backend", "ray"]
+    assert "--nnodes" not in head
+    assert worker == [
+        "ray",
+        "start",
+        "--block",
+        "--disable-usage-stats",
+        f"--address={HEAD_FABRIC_IP}:6379",
+        f"--node-ip-address={WORKER_FABRIC_IP}",
+    ]
+    # A new fingerprint: check mode predicts the restart of both engines, and does nothing.
+    assert any("the deployment changed" in msg for msg in run.debug_messages)
+    assert run.count("changed") > 0
+    assert engines_state() == before

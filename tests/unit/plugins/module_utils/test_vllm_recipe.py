@@ -163,18 +163,18 @@ PROBLEMS = [
     ),
     pytest.param(
         with_defaults(**{"max-num-seqs": 64}),
-        ["defaults key 'max-num-seqs' is not a name a placeholder can use"],
+        ["defaults key 'max-num-seqs' is not a valid placeholder name"],
         id="defaults-dashed-key",
     ),
     pytest.param(changed(env="A=1"), ["env is the string 'A=1', not a mapping"], id="string-env"),
     pytest.param(
         with_env(**{"1CACHE": "x"}),
-        ["env name '1CACHE' is not a valid environment variable name"],
+        ["env key '1CACHE' is not a valid environment variable name"],
         id="env-digit-name",
     ),
     pytest.param(
         with_env(**{"CACHE-DIR": "x"}),
-        ["env name 'CACHE-DIR' is not a valid"],
+        ["env key 'CACHE-DIR' is not a valid"],
         id="env-dash-name",
     ),
     pytest.param(with_env(NCCL_DEBUG=None), ["env.NCCL_DEBUG is null"], id="env-null-value"),
@@ -226,7 +226,7 @@ def test_every_problem_is_reported_at_once():
         "runtime is the string 'sglang'",
         "min_nodes is the number 0",
         "defaults.a is a list",
-        "env name 'B-C'",
+        "env key 'B-C'",
     ]
     assert len(problems) == len(expected), problems
     for problem, text in zip(problems, expected, strict=True):

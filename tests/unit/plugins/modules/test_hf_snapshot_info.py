@@ -12,7 +12,6 @@ import errno
 import os
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.module_utils import _hf_cache
 from ansible_collections.gb10.serving.plugins.modules import hf_snapshot_info
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_hf_cache import (
@@ -29,8 +28,8 @@ from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_hf_ca
     expected_manifest,
 )
 from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
-    AnsibleExitJson,
-    AnsibleFailJson,
+    module_exit,
+    module_fail,
 )
 
 RESULT_KEYS = {
@@ -50,9 +49,7 @@ RESULT_KEYS = {
 
 def succeed(args):
     """Run the module with args; it must call exit_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleExitJson) as excinfo:
-        hf_snapshot_info.main()
-    result = excinfo.value.result
+    result = module_exit(hf_snapshot_info.main, args)
     assert set(result) == RESULT_KEYS
     assert result["changed"] is False
     return result
@@ -60,9 +57,7 @@ def succeed(args):
 
 def fail(args):
     """Run the module with args; it must call fail_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleFailJson) as excinfo:
-        hf_snapshot_info.main()
-    return excinfo.value.result
+    return module_fail(hf_snapshot_info.main, args)
 
 
 @pytest.fixture

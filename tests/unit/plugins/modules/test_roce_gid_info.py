@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.modules import roce_gid_info
 from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
-    AnsibleExitJson,
-    AnsibleFailJson,
+    module_exit,
+    module_fail,
 )
 
 COLLECTION = Path(__file__).resolve().parents[4]
@@ -44,16 +43,12 @@ def no_lab_root_in_env(monkeypatch):
 
 def succeed(args):
     """Run the module with args; it must call exit_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleExitJson) as excinfo:
-        roce_gid_info.main()
-    return excinfo.value.result
+    return module_exit(roce_gid_info.main, args)
 
 
 def fail(args):
     """Run the module with args; it must call fail_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleFailJson) as excinfo:
-        roce_gid_info.main()
-    return excinfo.value.result
+    return module_fail(roce_gid_info.main, args)
 
 
 @pytest.fixture(scope="module")

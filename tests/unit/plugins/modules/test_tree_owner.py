@@ -15,11 +15,10 @@ import time
 
 import pytest
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.modules import tree_owner
 from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
-    AnsibleExitJson,
-    AnsibleFailJson,
+    module_exit,
+    module_fail,
 )
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing owners needs root")
@@ -49,16 +48,12 @@ ENTRIES = 13  # in the tree below, the root included
 
 def succeed(args):
     """Run the module with args; it must call exit_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleExitJson) as excinfo:
-        tree_owner.main()
-    return excinfo.value.result
+    return module_exit(tree_owner.main, args)
 
 
 def fail(args):
     """Run the module with args; it must call fail_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleFailJson) as excinfo:
-        tree_owner.main()
-    return excinfo.value.result
+    return module_fail(tree_owner.main, args)
 
 
 def snapshot(root):

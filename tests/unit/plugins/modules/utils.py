@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
 
 class AnsibleExitJson(Exception):
     """exit_json was called; .result holds its keyword arguments."""
@@ -27,3 +30,17 @@ def exit_json(_module, **kwargs):
 
 def fail_json(_module, **kwargs):
     raise AnsibleFailJson(kwargs)
+
+
+def module_exit(main, args):
+    """Run a module's main with args; it must call exit_json. Return the result."""
+    with patch_module_args(args), pytest.raises(AnsibleExitJson) as excinfo:
+        main()
+    return excinfo.value.result
+
+
+def module_fail(main, args):
+    """Run a module's main with args; it must call fail_json. Return the result."""
+    with patch_module_args(args), pytest.raises(AnsibleFailJson) as excinfo:
+        main()
+    return excinfo.value.result
