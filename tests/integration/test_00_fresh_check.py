@@ -12,7 +12,9 @@ def test_check_mode_on_fresh_nodes_reports_changes_and_makes_none(tmp_path):
     assert run.status == "successful", run.failure_messages
     assert run.stats["changed"].get("node0", 0) > 0
     assert run.stats["changed"].get("node1", 0) > 0
+    assert any("the engine's plan needs the fabric facts" in msg for msg in run.debug_messages)
     for node in NODE_CONTAINERS:
         assert not node_has_file(node, "/etc/netplan/60-gb10-fabric.yaml")
         assert not node_has_file(node, "/etc/gb10-serving/fabric.env")
         assert not node_has_file(node, f"/var/lib/gb10-lab/{node}/huggingface")
+        assert not node_has_file(node, "/etc/gb10-serving/vllm-secret.env")
