@@ -1,0 +1,65 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters parse_bench_serve, score_tool_calls and bench_input_problems: the bench stage."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
+    BenchReportError,
+    check_bench_inputs,
+    parse_bench_serve,
+    score_tool_calls,
+)
+
+
+def parse_bench_serve_filter(result):
+    """vllm bench serve output (text, lines) or --save-result JSON (mapping) -> figures."""
+    if isinstance(result, (list, tuple)) and all(isinstance(line, str) for line in result):
+        result = "\n".join(result)
+    try:
+        return parse_bench_serve(_plain(result))
+    except BenchReportError as exc:
+        raise AnsibleFilterError(f"parse_bench_serve: {exc}") from exc
+
+
+def score_tool_calls_filter(responses, expected):
+    """Chat-completion responses -> {passed, total, score: 'n/m', cases}."""
+    try:
+        return score_tool_calls(_plain(responses), _plain(expected))
+    except BenchReportError as exc:
+        raise AnsibleFilterError(f"score_tool_calls: {exc}") from exc
+
+
+def bench_input_problems(concurrencies, max_num_seqs, sweep=None, recipe_defaults=None):
+    """Every problem with bench_concurrency (and sweep_variants); empty when there is none."""
+    if recipe_defaults is not None and not isinstance(recipe_defaults, dict):
+        raise AnsibleFilterError(
+            "bench_input_problems: recipe_defaults must be the recipe's defaults mapping, "
+            f"got {type(recipe_defaults).__name__}"
+        )
+    return check_bench_inputs(
+        _plain(concurrencies), _plain(max_num_seqs), _plain(sweep), _plain(recipe_defaults)
+    )
+
+
+def _plain(value):
+    """Templated values as plain dicts, lists and scalars (str subclasses become str)."""
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+class FilterModule:
+    """gb10.serving bench filters."""
+
+    def filters(self):
+        return {
+            "parse_bench_serve": parse_bench_serve_filter,
+            "score_tool_calls": score_tool_calls_filter,
+            "bench_input_problems": bench_input_problems,
+        }
