@@ -17,12 +17,16 @@ ENGINES = {"node0": "gb10-lab-node0-vllm", "node1": "gb10-lab-node1-vllm"}
 MODEL = "gb10-lab/tiny-llama"
 
 
-def engine(name: str) -> dict:
-    """The engine container as the lab's Docker engine reports it."""
+def inspect(container: str) -> dict:
     out = subprocess.run(
-        ["docker", "inspect", ENGINES[name]], capture_output=True, text=True, check=True
+        ["docker", "inspect", container], capture_output=True, text=True, check=True
     ).stdout
     return json.loads(out)[0]
+
+
+def engine(name: str) -> dict:
+    """The engine container as the lab's Docker engine reports it."""
+    return inspect(ENGINES[name])
 
 
 def head_url() -> str:
@@ -39,8 +43,10 @@ def test_engine_runs_in_its_node_namespaces_as_the_container_uid(name):
     assert info["State"]["Running"]
     assert info["RestartCount"] == 0
     assert info["Config"]["User"] == "1000:1000"
-    assert info["HostConfig"]["NetworkMode"] == f"container:gb10-lab-{name}"
-    assert info["HostConfig"]["IpcMode"] == f"container:gb10-lab-{name}"
+    # Docker records the namespace's container by its ID.
+    node_id = inspect(f"gb10-lab-{name}")["Id"]
+    assert info["HostConfig"]["NetworkMode"] == f"container:{node_id}"
+    assert info["HostConfig"]["IpcMode"] == f"container:{node_id}"
     assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
     assert f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface" in info["HostConfig"]["Binds"]
 
