@@ -48,7 +48,9 @@ def test_engine_runs_in_its_node_namespaces_as_the_container_uid(name):
     assert info["HostConfig"]["NetworkMode"] == f"container:{node_id}"
     assert info["HostConfig"]["IpcMode"] == f"container:{node_id}"
     assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
-    assert f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface" in info["HostConfig"]["Binds"]
+    assert info["HostConfig"]["Binds"] == [
+        f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface:rw"
+    ]
 
 
 def test_both_engines_carry_the_same_deployment_fingerprint():

@@ -1,0 +1,102 @@
+"""Bench stage on the lab: warm-up, vllm bench serve, deep request, tool calls, report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import ROOT, run_playbook
+
+BENCH = ROOT / "playbooks" / "bench.yml"
+REPORTS = ROOT / "reports"
+ENGINES = ("gb10-lab-node0-vllm", "gb10-lab-node1-vllm")
+
+
+def engine_ids() -> list[str]:
+    out = subprocess.run(
+        ["docker", "inspect", "-f", "{{.Id}} {{.State.StartedAt}}", *ENGINES],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.split("\n")
+
+
+def report_dirs() -> set:
+    return {path for path in REPORTS.glob("*-*") if (path / "bench.json").exists()}
+
+
+@pytest.fixture(scope="module")
+def bench_run(converged, tmp_path_factory):
+    before_dirs, before_ids = report_dirs(), engine_ids()
+    run = run_playbook(BENCH, tmp_path_factory.mktemp("bench"))
+    assert run.status == "successful", run.failure_messages
+    new = sorted(report_dirs() - before_dirs)
+    assert len(new) == 1, new
+    return run, new[0], before_ids
+
+
+def test_the_bench_leaves_the_engines_running_untouched(bench_run):
+    _run, _dest, before_ids = bench_run
+    assert engine_ids() == before_ids
+
+
+def test_bench_json_holds_every_figure_and_the_fingerprint(bench_run):
+    _run, dest, _ids = bench_run
+    report = json.loads((dest / "bench.json").read_text())
+    assert report["schema_version"] == 1
+    assert report["lab"] is True
+    assert [run["concurrency"] for run in report["runs"]] == [1, 4, 8, 16]
+    for run in report["runs"]:
+        assert run["successful_requests"] >= 8
+        assert run["failed_requests"] == 0
+        assert run["output_throughput"] > 0
+    assert report["warmup"]["requests"] == 4
+    assert report["tool_calls"]["total"] == 3
+    assert report["deep"]
+    labels = subprocess.run(
+        [
+            "docker",
+            "inspect",
+            "-f",
+            '{{index .Config.Labels "io.gb10-serving.deployment"}}',
+            ENGINES[0],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert report["deployment"]["fingerprint"] == labels
+    assert dest.name.endswith("-" + labels[:12])
+    assert report["deployment"]["node_count"] == 2
+    assert len(report["deployment"]["model_revision"]) == 40
+
+
+def test_bench_md_has_the_field_report_columns_and_reference(bench_run):
+    run, dest, _ids = bench_run
+    text = (dest / "bench.md").read_text()
+    for column in ("single-stream", "conc-4", "conc-8", "conc-16", "deep single", "tool-calls"):
+        assert column in text
+    assert "hybrid-v3" in text
+    assert "tiny" in text  # the lab's figures say what they are
+    assert (dest / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(str(dest) in msg for msg in run.debug_messages)
+
+
+@pytest.mark.parametrize(
+    ("extravars", "fragment"),
+    [
+        ({"bench_concurrency": []}, "bench_concurrency is empty"),
+        ({"bench_concurrency": [1, 32]}, "bench_concurrency"),
+    ],
+    ids=["empty", "above-max-num-seqs"],
+)
+def test_bad_bench_input_fails_before_anything_runs(converged, tmp_path, extravars, fragment):
+    before_dirs, before_ids = report_dirs(), engine_ids()
+    run = run_playbook(BENCH, tmp_path, extravars=extravars)
+    assert run.status == "failed"
+    assert run.count("changed") == 0
+    assert fragment in "\n".join(run.failure_messages)
+    assert report_dirs() == before_dirs
+    assert engine_ids() == before_ids
