@@ -17,11 +17,6 @@ import sys
 
 import pytest
 from ansible.errors import AnsibleActionFail
-from ansible.parsing.dataloader import DataLoader
-from ansible.playbook.play_context import PlayContext
-from ansible.playbook.task import Task
-from ansible.plugins.connection.local import Connection
-from ansible.template import Templar
 from ansible_collections.gb10.serving.plugins.action.bench_report import ActionModule
 from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
     FIELD_REPORT_REFERENCE,
@@ -30,6 +25,9 @@ from ansible_collections.gb10.serving.plugins.module_utils._bench_report import 
     normalize_bench_json,
     score_tool_calls,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.action.utils import (
+    run_action as run_plugin,
+)
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import load_raw
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -37,23 +35,7 @@ STAMP = "2026-12-02T17:10:00Z"
 
 
 def run_action(args, check_mode=False, basedir=None):
-    task = Task()
-    task.action = "gb10.serving.bench_report"
-    task.args = args
-    task.check_mode = check_mode
-    play_context = PlayContext()
-    loader = DataLoader()
-    if basedir is not None:
-        loader.set_basedir(str(basedir))
-    action = ActionModule(
-        task=task,
-        connection=Connection(play_context, None),
-        play_context=play_context,
-        loader=loader,
-        templar=Templar(loader=loader),
-        shared_loader_obj=None,
-    )
-    return action.run(task_vars={})
+    return run_plugin(ActionModule, "gb10.serving.bench_report", args, check_mode, basedir)
 
 
 def saved(name):

@@ -11,30 +11,12 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleActionFail
-from ansible.parsing.dataloader import DataLoader
-from ansible.playbook.play_context import PlayContext
-from ansible.playbook.task import Task
-from ansible.plugins.connection.local import Connection
-from ansible.template import Templar
 from ansible_collections.gb10.serving.plugins.action.warn import ActionModule
+from ansible_collections.gb10.serving.tests.unit.plugins.action.utils import run_action
 
 
 def run_warn(args, check_mode=False):
-    task = Task()
-    task.action = "gb10.serving.warn"
-    task.args = args
-    task.check_mode = check_mode
-    play_context = PlayContext()
-    loader = DataLoader()
-    action = ActionModule(
-        task=task,
-        connection=Connection(play_context, None),
-        play_context=play_context,
-        loader=loader,
-        templar=Templar(loader=loader),
-        shared_loader_obj=None,
-    )
-    return action.run(task_vars={})
+    return run_action(ActionModule, "gb10.serving.warn", args, check_mode)
 
 
 @pytest.mark.parametrize(
