@@ -23,6 +23,8 @@ lab-down:
 demo: lab-up
 	ansible-playbook -i $(LAB_INVENTORY) site.yml
 	ansible-playbook -i $(LAB_INVENTORY) playbooks/report.yml
+	ansible-playbook -i $(LAB_INVENTORY) playbooks/bench.yml
+	@latest=$$(ls -d reports/*-*/bench.md | sort | tail -n 1) && echo "== $$latest" && cat "$$latest"
 
 test: setup
 	scripts/test.sh
