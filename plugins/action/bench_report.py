@@ -365,4 +365,6 @@ class ActionModule(ActionBase):
             result["best"] = data["best"]
         else:
             result["summary"] = data["summary"]
+        # What bench.json / sweep.json hold, for a play that goes on with it (the sweep).
+        result["report"] = data
         return result

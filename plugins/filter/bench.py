@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters parse_bench_serve, score_tool_calls and bench_input_problems: the bench stage."""
+"""Bench stage filters: parse_bench_serve, score_tool_calls, bench_input_problems, expand_sweep."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
     BenchReportError,
     check_bench_inputs,
+    expand_sweep,
     parse_bench_serve,
     score_tool_calls,
 )
@@ -32,7 +33,7 @@ def score_tool_calls_filter(responses, expected):
 
 
 def bench_input_problems(concurrencies, max_num_seqs, sweep=None, recipe_defaults=None):
-    """Every problem with bench_concurrency (and sweep_variants); empty when there is none."""
+    """Every problem with bench_concurrency (and bench_sweep_variants); empty when none."""
     if recipe_defaults is not None and not isinstance(recipe_defaults, dict):
         raise AnsibleFilterError(
             "bench_input_problems: recipe_defaults must be the recipe's defaults mapping, "
@@ -41,6 +42,14 @@ def bench_input_problems(concurrencies, max_num_seqs, sweep=None, recipe_default
     return check_bench_inputs(
         _plain(concurrencies), _plain(max_num_seqs), _plain(sweep), _plain(recipe_defaults)
     )
+
+
+def expand_sweep_filter(sweep, recipe, concurrencies=None):
+    """bench_sweep_variants -> [{name, changes, overrides}] over the starting recipe."""
+    try:
+        return expand_sweep(_plain(sweep), _plain(recipe), _plain(concurrencies))
+    except BenchReportError as exc:
+        raise AnsibleFilterError(f"expand_sweep: {exc}") from exc
 
 
 def _plain(value):
@@ -62,4 +71,5 @@ class FilterModule:
             "parse_bench_serve": parse_bench_serve_filter,
             "score_tool_calls": score_tool_calls_filter,
             "bench_input_problems": bench_input_problems,
+            "expand_sweep": expand_sweep_filter,
         }

@@ -47,6 +47,7 @@ gives it; the overall acceptance rate stays in percent, as vLLM prints it.
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import math
 import re
@@ -575,15 +576,45 @@ def _deep(deep) -> Optional[dict]:
     return out
 
 
+_SUMMARY_KEYS = (
+    "lines",
+    "busy_lines",
+    "peak_generation_tokens_per_s",
+    "peak_prompt_tokens_per_s",
+    "mean_generation_tokens_per_s",
+    "peak_running",
+)
+
+
 def _engine_throughput(throughput) -> Optional[dict]:
-    """The engine's own throughput log lines: one parsed line or a list of them."""
+    """The engine's own throughput log lines during the run.
+
+    Either the boot-log parser's ``throughput_summary`` (a mapping with ``lines``), or
+    parsed lines: one mapping (``generation_tokens_per_s``, ``prompt_tokens_per_s``...) or a
+    list of them.
+    """
     if throughput is None:
         return None
+    if isinstance(throughput, dict) and "lines" in throughput:
+        if not all(key in throughput for key in _SUMMARY_KEYS):
+            raise BenchReportError(
+                "throughput, as the log parser's throughput_summary, needs the keys "
+                f"{', '.join(_SUMMARY_KEYS)}; got {', '.join(sorted(throughput))}"
+            )
+        return {
+            "samples": throughput["lines"],
+            "busy_samples": throughput["busy_lines"],
+            "peak_generation_tokens_per_s": throughput["peak_generation_tokens_per_s"],
+            "peak_prompt_tokens_per_s": throughput["peak_prompt_tokens_per_s"],
+            "mean_generation_tokens_per_s": throughput["mean_generation_tokens_per_s"],
+            "peak_running": throughput["peak_running"],
+        }
     samples = [throughput] if isinstance(throughput, dict) else throughput
     if not isinstance(samples, list) or not all(isinstance(item, dict) for item in samples):
         raise BenchReportError(
-            "throughput must be one parsed engine throughput line (a mapping with "
-            "generation_tokens_per_s, prompt_tokens_per_s) or a list of them"
+            "throughput must be the log parser's throughput_summary, one parsed engine "
+            "throughput line (a mapping with generation_tokens_per_s, prompt_tokens_per_s) or "
+            "a list of them"
         )
     if not samples:
         return None
@@ -812,6 +843,13 @@ def _spec_line(spec) -> str:
     return "Speculative decoding: " + "; ".join(parts) + "."
 
 
+def _busy_mean(engine) -> str:
+    mean = engine.get("mean_generation_tokens_per_s")
+    if mean is None:
+        return ""
+    return f", mean {mean:.1f} tokens/s over the {engine['busy_samples']} busy one(s)"
+
+
 def render_markdown(report) -> str:
     """bench.md: the field report's table with our row and its hybrid-v3 row, then details."""
     lines = [f"# Benchmark report, {report['generated_at']}", ""]
@@ -851,7 +889,7 @@ def render_markdown(report) -> str:
                 "",
                 "Engine log: peak 'Avg generation throughput' "
                 f"{engine['peak_generation_tokens_per_s']:.1f} tokens/s over "
-                f"{engine['samples']} log line(s) during the run.",
+                f"{engine['samples']} log line(s) during the run" + _busy_mean(engine) + ".",
             ]
         )
     if report.get("problems"):
@@ -964,16 +1002,25 @@ def compare_variants(variants, generated_at=None) -> dict:
     for index, variant in enumerate(variants):
         if not isinstance(variant, dict) or not isinstance(variant.get("name"), str):
             raise BenchReportError(f"variants[{index}] needs a 'name' (a string)")
-        if not isinstance(variant.get("report"), dict) or "runs" not in variant["report"]:
+        failed = variant.get("failed")
+        if failed is not None and not isinstance(failed, str):
             raise BenchReportError(
-                f"variant {variant['name']!r} has no bench report (build_report's result)"
+                f"variant {variant['name']!r}: failed must be the cause, a string"
+            )
+        if failed is None and (
+            not isinstance(variant.get("report"), dict) or "runs" not in variant["report"]
+        ):
+            raise BenchReportError(
+                f"variant {variant['name']!r} has no bench report (build_report's result) "
+                "and no 'failed' cause"
             )
         names.append(variant["name"])
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise BenchReportError(f"variant names must differ: {', '.join(twice)} repeats")
+    measured = [variant for variant in variants if variant.get("failed") is None]
     concurrencies = sorted(
-        {run["concurrency"] for variant in variants for run in variant["report"]["runs"]} - {1}
+        {run["concurrency"] for variant in measured for run in variant["report"]["runs"]} - {1}
     )
     columns = [
         {"key": "kv_cache_tokens", "title": "KV tokens"},
@@ -986,7 +1033,7 @@ def compare_variants(variants, generated_at=None) -> dict:
 
     rows = []
     for variant in variants:
-        report = variant["report"]
+        report = variant.get("report") or {"runs": []}
         boot = variant.get("boot") or {}
         by_conc = {run["concurrency"]: run for run in report["runs"]}
         values = {
@@ -1003,6 +1050,7 @@ def compare_variants(variants, generated_at=None) -> dict:
                 "name": variant["name"],
                 "overrides": dict(variant.get("overrides") or {}),
                 "values": values,
+                "failed": variant.get("failed"),
             }
         )
 
@@ -1017,7 +1065,7 @@ def compare_variants(variants, generated_at=None) -> dict:
                 scored.append((value, row["name"]))
         top = max((value for value, _name in scored), default=None)
         best[key] = [name for value, name in scored if value == top]
-    lab = any(variant["report"].get("lab") for variant in variants)
+    lab = any((variant.get("report") or {}).get("lab") for variant in variants)
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_at": generated_at,
@@ -1074,6 +1122,8 @@ def render_sweep_markdown(comparison) -> str:
             ", ".join(f"`{key}: {json.dumps(value)}`" for key, value in overrides.items())
             or "the recipe as it is"
         )
+        if variant.get("failed"):
+            text += f". **Failed:** {variant['failed']}"
         lines.append(f"- {variant['name']}: {text}")
     return "\n".join(lines) + "\n"
 
@@ -1088,10 +1138,10 @@ def _positive_int(value) -> bool:
 def _variant_overrides(sweep) -> List[tuple]:
     """(label for messages, overrides) per sweep variant; a mapping is one grid."""
     if isinstance(sweep, dict):
-        return [("sweep_variants", sweep)]
+        return [("bench_sweep_variants", sweep)]
     return [
         (
-            f"sweep_variants[{index}]",
+            f"bench_sweep_variants[{index}]",
             item.get("overrides") if isinstance(item, dict) and "overrides" in item else item,
         )
         for index, item in enumerate(sweep)
@@ -1103,7 +1153,7 @@ def check_bench_inputs(concurrencies, max_num_seqs, sweep=None, recipe_defaults=
 
     ``concurrencies``: ``bench_concurrency``, a non-empty list of distinct positive
     integers, none above ``max_num_seqs`` (the recipe's; None when the recipe leaves vLLM's
-    default, which is then not checked). ``sweep``: ``sweep_variants``, either a mapping of
+    default, which is then not checked). ``sweep``: ``bench_sweep_variants``, either a mapping of
     recipe key to the list of values to try (``{max_model_len: [393216, 500000]}``) or a
     list of variants, each an overrides mapping or ``{'name': ..., 'overrides': {...}}``.
     Its keys must be keys of the recipe: one of ``recipe_defaults`` (the recipe's
@@ -1153,14 +1203,15 @@ def check_bench_inputs(concurrencies, max_num_seqs, sweep=None, recipe_defaults=
         return problems
     if not isinstance(sweep, (dict, list)) or not sweep:
         problems.append(
-            f"sweep_variants is {sweep!r}: give a mapping of recipe key to the values to try "
+            f"bench_sweep_variants is {sweep!r}: give a mapping of recipe key to the values to try "
             "(for example {max_model_len: [393216, 500000]}) or a non-empty list of override "
             "mappings."
         )
         return problems
-    known = None
+    known = fields = None
     if recipe_defaults is not None:
         known = set(recipe_defaults) | set(RECIPE_TOP_LEVEL_KEYS)
+        fields = json_fields(recipe_defaults)
     for label, overrides in _variant_overrides(sweep):
         if not isinstance(overrides, dict) or not overrides:
             problems.append(
@@ -1171,11 +1222,19 @@ def check_bench_inputs(concurrencies, max_num_seqs, sweep=None, recipe_defaults=
         for key, value in overrides.items():
             if isinstance(sweep, dict) and (not isinstance(value, list) or not value):
                 problems.append(
-                    f"sweep_variants.{key} is {value!r}: give the values to try as a non-empty "
-                    f"list, for example {key}: [{value!r}]."
+                    f"bench_sweep_variants.{key} is {value!r}: give the values to try as a "
+                    f"non-empty list, for example {key}: [{value!r}]."
                 )
             if known is not None and key not in known:
-                problems.append(_unknown_key_message(label, key, recipe_defaults))
+                inside = fields.get(key, [])
+                if len(inside) > 1:
+                    problems.append(
+                        f"{label} changes {key!r}, a field inside more than one of the "
+                        f"recipe's JSON values ({', '.join(inside)}): sweep the one you mean "
+                        "with whole values instead."
+                    )
+                elif not inside:
+                    problems.append(_unknown_key_message(label, key, recipe_defaults))
             if key == "max_num_seqs" and good:
                 values = value if isinstance(sweep, dict) and isinstance(value, list) else [value]
                 for seqs in values:
@@ -1189,20 +1248,107 @@ def check_bench_inputs(concurrencies, max_num_seqs, sweep=None, recipe_defaults=
 
 def _unknown_key_message(label, key, recipe_defaults) -> str:
     message = f"{label} changes {key!r}, which the recipe does not have"
-    inside = sorted(
-        name
-        for name, value in recipe_defaults.items()
-        if isinstance(value, str) and f'"{key}"' in value
-    )
-    if inside:
-        message += (
-            f" ({key} is a field inside {', '.join(inside)}: sweep {inside[0]} with whole values)"
-        )
-    else:
-        close = difflib.get_close_matches(str(key), [str(name) for name in recipe_defaults], n=1)
-        if close:
-            message += f" (did you mean {close[0]!r}?)"
+    names = [str(name) for name in recipe_defaults] + sorted(json_fields(recipe_defaults))
+    close = difflib.get_close_matches(str(key), names, n=1)
+    if close:
+        message += f" (did you mean {close[0]!r}?)"
     return (
-        message + ": use one of the recipe's defaults keys or model, container, command, env "
-        "(a new key would only add an unused default)."
+        message + ": use one of the recipe's defaults keys, a field inside one of its JSON "
+        "values (num_speculative_tokens inside speculative_config), or model, container, "
+        "command, env (a new key would only add an unused default)."
     )
+
+
+# --- sweep variants ----------------------------------------------------------------------
+
+
+def json_fields(recipe_defaults) -> dict:
+    """Field name -> the recipe defaults keys whose value is a JSON object holding it.
+
+    The recipe keeps nested engine settings as JSON text (``speculative_config:
+    '{"method":"dspark","num_speculative_tokens":3}'``); a sweep may name such a field
+    directly (``num_speculative_tokens: [3, 5]``).
+    """
+    fields = {}
+    for name, value in (recipe_defaults or {}).items():
+        data = _json_object(value)
+        for field in data or {}:
+            fields.setdefault(field, []).append(str(name))
+    return fields
+
+
+def _json_object(value) -> Optional[dict]:
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _value_text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def expand_sweep(sweep, recipe, concurrencies=None) -> List[dict]:
+    """``bench_sweep_variants`` as the variants to deploy, in order.
+
+    A mapping is a grid: every combination of its value lists, the first key varying
+    slowest. A list holds one variant per item: an overrides mapping, or ``{'name': ...,
+    'overrides': {...}}``. Each variant comes back as ``{'name', 'changes', 'overrides'}``:
+    ``changes`` as the user wrote them (for the report), ``overrides`` as
+    ``vllm_recipe_overrides`` over ``recipe`` (the recipe the sweep starts from, merged),
+    with a field inside a JSON value (``num_speculative_tokens``) written back into that
+    value, keys in their order, so a variant equal to the start renders the same command.
+    Raises BenchReportError with every problem (check_bench_inputs') when the sweep is bad.
+    """
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("defaults"), dict):
+        raise BenchReportError("the recipe must be a mapping with a 'defaults' mapping")
+    defaults = recipe["defaults"]
+    problems = check_bench_inputs(
+        concurrencies if concurrencies is not None else [1],
+        defaults.get("max_num_seqs"),
+        sweep,
+        defaults,
+    )
+    if problems:
+        raise BenchReportError(" ".join(problems))
+    if isinstance(sweep, dict):
+        keys = list(sweep)
+        items = [
+            {"changes": {key: combination[index] for index, key in enumerate(keys)}}
+            for combination in itertools.product(*(sweep[key] for key in keys))
+        ]
+    else:
+        items = [
+            {"name": item.get("name"), "changes": item["overrides"]}
+            if "overrides" in item
+            else {"changes": item}
+            for item in sweep
+        ]
+    fields = json_fields(defaults)
+    variants = []
+    for item in items:
+        changes = item["changes"]
+        overrides = {}
+        for key, value in changes.items():
+            target = None if key in defaults or key in RECIPE_TOP_LEVEL_KEYS else fields[key][0]
+            if target is None:
+                overrides[key] = value
+                continue
+            data = _json_object(overrides.get(target, defaults[target]))
+            data[key] = value
+            overrides[target] = json.dumps(data, separators=(",", ":"))
+        name = item.get("name") or ", ".join(
+            f"{key}={_value_text(value)}" for key, value in changes.items()
+        )
+        variants.append({"name": str(name), "changes": dict(changes), "overrides": overrides})
+    names = [variant["name"] for variant in variants]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise BenchReportError(
+            f"bench_sweep_variants names {', '.join(twice)} more than once: give each "
+            "variant its own name."
+        )
+    return variants

@@ -39,8 +39,11 @@ What is read from the messages (the newest value wins, except where noted):
   the target model's; a draft model's come later);
 * the engine configuration dump: speculative method and token count, CUDA graph capture
   sizes;
-* the newest throughput line and the newest ``SpecDecoding metrics`` line (parsed only
-  when the result is asked for, as they repeat every few seconds);
+* the newest throughput line (``Avg prompt throughput: ...``, per engine or ``<n> Engines
+  Aggregated``) and a summary of all of them since the boot started: how many, how many
+  busy, the peaks and the mean generation throughput while busy (each throughput line is
+  read as it comes: they come every 10 seconds or so);
+* the newest ``SpecDecoding metrics`` line (parsed only when the result is asked for);
 * torch.distributed's ``world_size=2 rank=1 local_rank=0 distributed_init_method=...
   backend=gloo`` (the lowest rank's line);
 * readiness (the HTTP server started) and shutdown;
@@ -98,6 +101,7 @@ RESULT_KEYS = (
     "max_cudagraph_capture_size",
     "speculative",
     "last_throughput",
+    "throughput_summary",
     "ready",
     "shutdown",
     "world_size",
@@ -201,6 +205,12 @@ _MOE_RES = (
     re.compile(rb"Using (?P<name>\S+) kernels for \w*MoE"),
 )
 
+# What the throughput summary reads of each throughput line, in one go (V0 and V1 alike);
+# a line of another shape goes through _STAT_RES.
+_SUMMARY_RE = re.compile(
+    rb"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s,"
+    rb" Running: (\d+) reqs"
+)
 _STAT_RES = (
     ("prompt_tokens_per_s", float, re.compile(r"Avg prompt throughput: ([\d.]+)")),
     ("generation_tokens_per_s", float, re.compile(r"Avg generation throughput: ([\d.]+)")),
@@ -366,6 +376,85 @@ def classify_error(text, frame=None):
 
 def _decode(data):
     return data.decode("utf-8", "replace")
+
+
+def _stat_values(msg):
+    """The figures of a throughput message (bytes) by name, each None when not shown; None
+    when it shows neither throughput."""
+    values = {}
+    stats = _decode(msg)
+    for key, kind, pattern in _STAT_RES:
+        match = pattern.search(stats)
+        values[key] = kind(match.group(1)) if match else None
+    if values["prompt_tokens_per_s"] is None and values["generation_tokens_per_s"] is None:
+        return None
+    return values
+
+
+class _ThroughputSummary(object):
+    """What every throughput line of one boot showed, in a few numbers whatever their count.
+
+    A line is busy when it shows tokens going through or requests running. When the work
+    stops, the engine logs an idle line (``0.0 tokens/s`` both, ``Running: 0 reqs``), so the
+    newest line after a benchmark says nothing about the benchmark; this summary does.
+    """
+
+    __slots__ = (
+        "lines",
+        "busy_lines",
+        "peak_generation",
+        "peak_prompt",
+        "peak_running",
+        "busy_generation_sum",
+        "busy_generation_lines",
+    )
+
+    def __init__(self):
+        self.lines = 0
+        self.busy_lines = 0
+        self.peak_generation = None
+        self.peak_prompt = None
+        self.peak_running = None
+        self.busy_generation_sum = 0.0
+        self.busy_generation_lines = 0
+
+    def add(self, prompt, generation, running):
+        """Count one line's figures (each None when the line does not show it)."""
+        self.lines += 1
+        busy = False
+        if generation is not None:
+            if self.peak_generation is None or generation > self.peak_generation:
+                self.peak_generation = generation
+            busy = generation > 0
+        if prompt is not None:
+            if self.peak_prompt is None or prompt > self.peak_prompt:
+                self.peak_prompt = prompt
+            busy = busy or prompt > 0
+        if running is not None:
+            if self.peak_running is None or running > self.peak_running:
+                self.peak_running = running
+            busy = busy or running > 0
+        if busy:
+            self.busy_lines += 1
+            if generation is not None:
+                self.busy_generation_sum += generation
+                self.busy_generation_lines += 1
+
+    def result(self):
+        """The summary, or None when no throughput line was read."""
+        if not self.lines:
+            return None
+        mean = None
+        if self.busy_generation_lines:
+            mean = round(self.busy_generation_sum / self.busy_generation_lines, 1)
+        return {
+            "lines": self.lines,
+            "busy_lines": self.busy_lines,
+            "peak_generation_tokens_per_s": self.peak_generation,
+            "peak_prompt_tokens_per_s": self.peak_prompt,
+            "mean_generation_tokens_per_s": mean,
+            "peak_running": self.peak_running,
+        }
 
 
 class VllmLogParser(object):
@@ -659,6 +748,7 @@ class VllmLogParser(object):
         self._spec_tokens = None
         self._spec_msg = None
         self._stats_msg = None
+        self._throughput_summary = _ThroughputSummary()
         self._ready = False
         self._down = False
         self._shutdown = False
@@ -795,8 +885,23 @@ class VllmLogParser(object):
         return True
 
     def _on_engine_stats(self, msg):
+        # "Engine 000: Avg prompt throughput: ...", "Avg prompt throughput: ..." (V0) or
+        # "2 Engines Aggregated: Avg prompt throughput: ...": counted now for the summary (a
+        # line every 10 seconds or so); the newest one is kept whole for last_throughput.
         if b"throughput" in msg:
             self._stats_msg = msg
+            match = _SUMMARY_RE.search(msg)
+            if match is not None:
+                prompt, generation, running = match.groups()
+                self._throughput_summary.add(float(prompt), float(generation), int(running))
+            else:
+                values = _stat_values(msg)
+                if values is not None:
+                    self._throughput_summary.add(
+                        values["prompt_tokens_per_s"],
+                        values["generation_tokens_per_s"],
+                        values["running"],
+                    )
             return True
         return False
 
@@ -864,14 +969,7 @@ class VllmLogParser(object):
     def _throughput(self):
         if self._stats_msg is None:
             return None
-        values = {}
-        stats = _decode(self._stats_msg)
-        for key, kind, pattern in _STAT_RES:
-            match = pattern.search(stats)
-            values[key] = kind(match.group(1)) if match else None
-        if values["prompt_tokens_per_s"] is None and values["generation_tokens_per_s"] is None:
-            return None
-        return values
+        return _stat_values(self._stats_msg)
 
     def _speculative(self):
         if not self._spec_configured and self._spec_method is None and self._spec_msg is None:
@@ -932,6 +1030,7 @@ class VllmLogParser(object):
             "max_cudagraph_capture_size": max_capture,
             "speculative": self._speculative(),
             "last_throughput": self._throughput(),
+            "throughput_summary": self._throughput_summary.result(),
             "ready": self._ready and not self._down,
             "shutdown": self._shutdown,
             "world_size": self.world_size,

@@ -46,7 +46,9 @@ options:
       - C(tool_calls), the result of P(gb10.serving.score_tool_calls#filter).
       - C(warmup), a mapping with C(requests) and C(seconds).
       - C(spec_decode), the C(speculative) mapping of the engine-log facts.
-      - C(throughput), the engine's own throughput line(s) from the engine-log facts.
+      - C(throughput), the engine's own throughput during the run; the log parser's
+        C(throughput_summary) (read from the log since the run began), or parsed throughput
+        line(s).
       - C(reference), the row to compare with; the field report's hybrid-v3 row when left out,
         none when null.
       - C(lab), the figures come from the lab's tiny CPU model (default V(false)).
@@ -116,8 +118,8 @@ EXAMPLES = r"""
       warmup:
         requests: "{{ bench_warmup_requests }}"
         seconds: "{{ __bench_warmup_seconds }}"
-      spec_decode: "{{ __bench_log.speculative }}"
-      throughput: "{{ __bench_log.last_throughput }}"
+      spec_decode: "{{ __bench_log.boot.speculative }}"
+      throughput: "{{ __bench_log.boot.throughput_summary }}"
       deployment: "{{ __bench_fingerprint }}"
       lab: "{{ gb10_platform == 'lab' }}"
   run_once: true
@@ -155,5 +157,9 @@ summary:
 best:
   description: Per column of the sweep, the names of the variants with the best value.
   returned: with sweep
+  type: dict
+report:
+  description: What was written as C(bench.json) (or C(sweep.json)), for the play to go on with.
+  returned: always
   type: dict
 """

@@ -13,8 +13,8 @@ description:
     streaming it (any size, bounded memory), and summarises it with the same parser as the
     P(gb10.serving.parse_vllm_log#filter) filter - version, KV cache pool and concurrency,
     weights, attention and MoE backends, CUDA graph capture, speculative decoding, the
-    latest throughput, the rank line, readiness, and every error classified with a hint on
-    what to change.
+    latest throughput and a summary of every throughput line (peaks, mean while busy), the
+    rank line, readiness, and every error classified with a hint on what to change.
   - Reports the container's state too (running, exit code, OOM kill, restarts), so one task
     tells whether an engine is up, still booting, or why it stopped.
   - A container that does not exist is not a failure; RV(exists) is V(false).
@@ -46,8 +46,20 @@ options:
         starts.
       - With V(false), the whole log Docker kept; the boot values then describe the newest
         boot in it, and RV(boot.boots) counts them.
+      - Not used when O(since) is given.
     type: bool
     default: true
+  since:
+    description:
+      - Read the log from this Unix time, in seconds (Docker's C(since)), for example the
+        time a benchmark began, so that RV(boot.throughput_summary) covers the benchmark
+        only; rounded down to the second.
+      - Overrides O(since_start) when given.
+      - Lines before it are not read, so a boot that started earlier is not seen - its
+        values (RV(boot.version), RV(boot.kv_cache_tokens), RV(boot.ready), ...) are then
+        V(null) or V(false); read the boot with a second task without O(since).
+      - Must be V(0) or more.
+    type: float
   dest:
     description:
       - Also write the log that was read, as it came (colour codes and carriage returns
@@ -63,7 +75,8 @@ options:
     default: 60
 notes:
   - The values in RV(boot) are the newest ones of the log (the latest throughput line, the
-    latest boot); errors are the first 20 distinct ones, identical lines counted.
+    latest boot); RV(boot.throughput_summary) covers the throughput lines of the latest boot;
+    errors are the first 20 distinct ones, identical lines counted.
   - Docker's C(since) has a resolution of one second; lines an earlier start of the same
     container logged within that second are read too.
 seealso:
@@ -103,6 +116,29 @@ EXAMPLES = r"""
     since_start: false
     dest: /var/lib/gb10/reports/engine.log
   register: __vllm_boot_history
+
+- name: Note when the benchmark begins
+  ansible.builtin.set_fact:
+    # The controller's clock (Unix time); Docker compares it with the node's.
+    __vllm_bench_began: "{{ now().timestamp() }}"
+
+# ... the benchmark runs here ...
+
+- name: Read the engine's throughput lines logged since the benchmark began
+  gb10.serving.vllm_boot_info:
+    name: gb10-vllm
+    since: "{{ __vllm_bench_began }}"
+  register: __vllm_bench_log
+
+- name: Show the engine's generation throughput during the benchmark
+  ansible.builtin.debug:
+    msg: >-
+      peak {{ __vllm_bench_summary.peak_generation_tokens_per_s }} tokens/s, mean
+      {{ __vllm_bench_summary.mean_generation_tokens_per_s }} tokens/s over
+      {{ __vllm_bench_summary.busy_lines }} busy stats lines
+  vars:
+    __vllm_bench_summary: "{{ __vllm_bench_log.boot.throughput_summary }}"
+  when: __vllm_bench_summary is not none
 """
 
 RETURN = r"""
@@ -170,8 +206,10 @@ container:
       sample: false
 since:
   description:
-    - The Unix time (seconds) the log was read from; V(null) when O(since_start=false), when
-      the container never started, or when it does not exist.
+    - The Unix time (seconds) the log was read from - O(since) rounded down to the second
+      when given, else the container's start; V(null) when the log was read whole
+      (O(since_start=false) without O(since), or a container that never started), or when
+      the container does not exist.
   returned: always
   type: int
   sample: 1796214737
@@ -254,6 +292,41 @@ boot:
         generation_tokens_per_s: 929.6
         running: 9
         waiting: 56
+    throughput_summary:
+      description:
+        - Every throughput line of the newest boot (of the part of the log read, see
+          O(since)), V(null) before one; a line is busy when either throughput is above 0
+          or a request runs.
+        - The newest line is often the idle one the engine logs when a run ends; the peaks
+          and the mean tell what the run reached.
+      type: dict
+      contains:
+        lines:
+          description: Throughput lines read (one per engine and 10 seconds or so).
+          type: int
+          sample: 7
+        busy_lines:
+          description: Those of them that are busy.
+          type: int
+          sample: 6
+        peak_generation_tokens_per_s:
+          description: The highest generation (decode) throughput, tokens per second.
+          type: float
+          sample: 1021.1
+        peak_prompt_tokens_per_s:
+          description: The highest prompt (prefill) throughput, tokens per second.
+          type: float
+          sample: 4917.3
+        mean_generation_tokens_per_s:
+          description:
+            - The mean generation throughput of the busy lines, rounded to 0.1; V(null)
+              when no line is busy.
+          type: float
+          sample: 294.2
+        peak_running:
+          description: The most requests running on one line.
+          type: int
+          sample: 9
     ready:
       description: The HTTP server started and no shutdown or fatal error followed.
       type: bool
@@ -333,6 +406,7 @@ dest:
 """
 
 # Imports follow the documentation blocks, as validate-modules requires.
+import math  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
@@ -385,13 +459,27 @@ def _open_dest(dest):
     return os.fdopen(handle, "wb"), temporary
 
 
-def read_boot(client, name, since_start=True, dest=None):
-    """The module's result for container ``name`` (raises DockerError, DestError)."""
+def since_seconds(value):
+    """The since option as whole Unix seconds (rounded down); ValueError when not one."""
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(
+            "since must be a Unix time in seconds, 0 or more (for example the time a benchmark"
+            " began); got %s" % value
+        )
+    return int(math.floor(value))
+
+
+def read_boot(client, name, since_start=True, dest=None, since=None):
+    """The module's result for container ``name`` (raises DockerError, DestError).
+
+    ``since`` (whole Unix seconds) overrides ``since_start``.
+    """
     info = client.inspect(name)
     if info is None:
         return dict(changed=False, exists=False, container=None, since=None, boot=None, dest=None)
     container = container_summary(info)
-    since = started_at_seconds(container["started_at"]) if since_start else None
+    if since is None and since_start:
+        since = started_at_seconds(container["started_at"])
     parser = VllmLogParser()
     out = temporary = None
     if dest is not None:
@@ -428,6 +516,7 @@ def main():
             name=dict(type="str", required=True),
             docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
             since_start=dict(type="bool", default=True),
+            since=dict(type="float"),
             dest=dict(type="path"),
             timeout=dict(type="int", default=60),
         ),
@@ -438,10 +527,16 @@ def main():
         module.fail_json(
             msg="timeout must be a positive number of seconds, got %d" % params["timeout"]
         )
+    since = None
+    if params["since"] is not None:
+        try:
+            since = since_seconds(params["since"])
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
     dest = None if module.check_mode else params["dest"]
     try:
         client = DockerClient(params["docker_host"], timeout=params["timeout"])
-        result = read_boot(client, params["name"], params["since_start"], dest)
+        result = read_boot(client, params["name"], params["since_start"], dest, since)
     except (DockerError, DestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -96,13 +96,18 @@ def exited_container(engine_image):
         docker("rm", "--force", name)
 
 
-def read(name, since_start=True):
-    """What the module reads: (container summary, since, parser result)."""
+def read(name, since_start=True, since=None):
+    """What the module reads: (container summary, since, parser result, raw log).
+
+    ``since`` (whole Unix seconds, the module's O(since) rounded down) overrides
+    ``since_start``, as in the module.
+    """
     client = docker_logs.DockerClient(DOCKER_HOST, timeout=60)
     info = client.inspect(name)
     assert info is not None
     container = docker_logs.container_summary(info)
-    since = docker_logs.started_at_seconds(container["started_at"]) if since_start else None
+    if since is None and since_start:
+        since = docker_logs.started_at_seconds(container["started_at"])
     parser = vllm_log.VllmLogParser()
     raw = []
     for block in docker_logs.log_blocks(client.logs(name, since), container["tty"], raw.append):
@@ -134,6 +139,26 @@ def test_whole_log_without_since(exited_container):
     assert since is None
     expected = vllm_log.parse_text(FIXTURE.read_bytes().decode("utf-8"))
     assert result == dict(expected, lines=expected["lines"] + 1)
+
+
+def test_since_before_the_start_reads_everything(exited_container):
+    container, _since, _result, _raw = read(exited_container)
+    before = docker_logs.started_at_seconds(container["started_at"]) - 60
+    _container, since, result, _raw = read(exited_container, since=before)
+    assert since == before
+    expected = vllm_log.parse_text(FIXTURE.read_bytes().decode("utf-8"))
+    assert result == dict(expected, lines=expected["lines"] + 1)
+    assert result["throughput_summary"]["lines"] == 1
+
+
+def test_since_after_the_end_reads_nothing(exited_container):
+    container, _since, _result, _raw = read(exited_container)
+    after = docker_logs.started_at_seconds(container["finished_at"]) + 1
+    _container, since, result, raw = read(exited_container, since=after)
+    assert since == after
+    assert raw == b""
+    assert result["lines"] == 0
+    assert result["throughput_summary"] is None
 
 
 def test_no_such_container(engine_image):

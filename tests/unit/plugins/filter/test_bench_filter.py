@@ -25,7 +25,12 @@ def tool_responses():
 
 
 def test_filters_are_registered():
-    assert sorted(FILTERS) == ["bench_input_problems", "parse_bench_serve", "score_tool_calls"]
+    assert sorted(FILTERS) == [
+        "bench_input_problems",
+        "expand_sweep",
+        "parse_bench_serve",
+        "score_tool_calls",
+    ]
 
 
 def test_parse_bench_serve_from_stdout_lines_and_saved_json():
@@ -94,9 +99,22 @@ def test_bench_input_problems():
     )
     assert problems[0].startswith("bench_concurrency 32 is above the recipe's max_num_seqs (16)")
     assert problems[1].startswith(
-        "sweep_variants[0] changes 'max_len', which the recipe does not have"
+        "bench_sweep_variants[0] changes 'max_len', which the recipe does not have"
     )
     with pytest.raises(
         AnsibleFilterError, match="recipe_defaults must be the recipe's defaults mapping"
     ):
         FILTERS["bench_input_problems"]([1], 16, recipe_defaults=["max_model_len"])
+
+
+def test_expand_sweep_filter_fails_naming_the_variable():
+    recipe = {"defaults": {"max_num_seqs": 16, "max_model_len": 512}}
+    variants = FILTERS["expand_sweep"]({"max_model_len": [512, 384]}, recipe, [1, 4])
+    assert [variant["overrides"] for variant in variants] == [
+        {"max_model_len": 512},
+        {"max_model_len": 384},
+    ]
+    with pytest.raises(
+        AnsibleFilterError, match="expand_sweep: bench_sweep_variants.max_model_len"
+    ):
+        FILTERS["expand_sweep"]({"max_model_len": 384}, recipe)

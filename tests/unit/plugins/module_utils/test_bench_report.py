@@ -24,6 +24,8 @@ from ansible_collections.gb10.serving.plugins.module_utils._bench_report import 
     build_report,
     check_bench_inputs,
     compare_variants,
+    expand_sweep,
+    json_fields,
     normalize_bench_json,
     parse_bench_serve,
     parse_bench_serve_text,
@@ -1123,39 +1125,49 @@ INPUT_CASES = [
         [1, 4],
         128,
         {"num_speculative_tokens": [3, 5]},
+        [],
+        id="sweep-field-inside-json-default",
+    ),
+    pytest.param(
+        [1, 4],
+        128,
+        [{"num_speculative_token": 5}],
         [
-            "sweep_variants changes 'num_speculative_tokens', which the recipe does not have "
-            "(num_speculative_tokens is a field inside speculative_config: sweep "
-            "speculative_config with whole values)"
+            "bench_sweep_variants[0] changes 'num_speculative_token', which the recipe does "
+            "not have (did you mean 'num_speculative_tokens'?)"
         ],
-        id="sweep-key-inside-json-default",
+        id="sweep-field-typo",
     ),
     pytest.param(
         [1, 4],
         128,
         [{"max_model_length": 500000}],
         [
-            "sweep_variants[0] changes 'max_model_length', which the recipe does not have "
+            "bench_sweep_variants[0] changes 'max_model_length', which the recipe does not have "
             "(did you mean 'max_model_len'?)"
         ],
         id="sweep-key-typo",
     ),
-    pytest.param([1], 128, {}, ["sweep_variants is {}: give a mapping"], id="sweep-empty"),
+    pytest.param([1], 128, {}, ["bench_sweep_variants is {}: give a mapping"], id="sweep-empty"),
     pytest.param(
-        [1], 128, ["max_model_len"], ["sweep_variants[0] is 'max_model_len'"], id="sweep-item-text"
+        [1],
+        128,
+        ["max_model_len"],
+        ["bench_sweep_variants[0] is 'max_model_len'"],
+        id="sweep-item-text",
     ),
     pytest.param(
         [1],
         128,
         {"max_model_len": 500000},
-        ["sweep_variants.max_model_len is 500000"],
+        ["bench_sweep_variants.max_model_len is 500000"],
         id="sweep-grid-scalar",
     ),
     pytest.param(
         [1, 16],
         128,
         [{"name": "small", "overrides": {"max_num_seqs": 8}}],
-        ["sweep_variants[0] sets max_num_seqs 8, below bench_concurrency 16"],
+        ["bench_sweep_variants[0] sets max_num_seqs 8, below bench_concurrency 16"],
         id="sweep-max-num-seqs-below",
     ),
 ]
@@ -1170,10 +1182,149 @@ def test_bench_inputs(concurrencies, max_num_seqs, sweep, expected):
     for problem in problems:
         assert (
             "bench_concurrency" in problem
-            or "sweep_variants" in problem
+            or "bench_sweep_variants" in problem
             or "max_num_seqs" in problem
         )
 
 
 def test_sweep_keys_unchecked_without_the_recipe():
     assert check_bench_inputs([1], 128, {"anything": [1, 2]}) == []
+
+
+def test_a_field_inside_two_json_values_is_ambiguous():
+    defaults = {"a_config": '{"depth":1}', "b_config": '{"depth":2}', "max_num_seqs": 8}
+    assert json_fields(defaults) == {"depth": ["a_config", "b_config"]}
+    (problem,) = check_bench_inputs([1], 8, {"depth": [1, 2]}, defaults)
+    assert problem.startswith(
+        "bench_sweep_variants changes 'depth', a field inside more than one of the recipe's "
+        "JSON values (a_config, b_config)"
+    )
+
+
+# --- sweep variants ------------------------------------------------------------------------
+
+
+def hybrid_v3_recipe():
+    with open(FIXTURES / "sparkrun" / "dspark-hybrid-v3.sparkrun.yaml", encoding="utf-8") as stream:
+        return yaml.safe_load(stream)
+
+
+def test_expand_sweep_grid_writes_json_fields_back_in_place():
+    recipe = hybrid_v3_recipe()
+    spec = recipe["defaults"]["speculative_config"]
+    variants = expand_sweep(
+        {"num_speculative_tokens": [3, 5], "max_model_len": [393216, 500000]}, recipe, [1, 4]
+    )
+    assert [variant["name"] for variant in variants] == [
+        "num_speculative_tokens=3, max_model_len=393216",
+        "num_speculative_tokens=3, max_model_len=500000",
+        "num_speculative_tokens=5, max_model_len=393216",
+        "num_speculative_tokens=5, max_model_len=500000",
+    ]
+    # The starting depth renders the recipe's own text: the same command, no restart.
+    assert variants[0]["overrides"] == {"speculative_config": spec, "max_model_len": 393216}
+    assert variants[2]["overrides"]["speculative_config"] == spec.replace(
+        '"num_speculative_tokens":3', '"num_speculative_tokens":5'
+    )
+    assert variants[3]["changes"] == {"num_speculative_tokens": 5, "max_model_len": 500000}
+
+
+def test_expand_sweep_list_keeps_names_and_whole_values():
+    recipe = hybrid_v3_recipe()
+    variants = expand_sweep(
+        [
+            {"name": "deep-spec", "overrides": {"num_speculative_tokens": 5}},
+            {"max_num_seqs": 64, "env": {"VLLM_X": "1"}},
+        ],
+        recipe,
+    )
+    assert variants[0]["name"] == "deep-spec"
+    assert '"num_speculative_tokens":5' in variants[0]["overrides"]["speculative_config"]
+    assert variants[1] == {
+        "name": 'max_num_seqs=64, env={"VLLM_X": "1"}',
+        "changes": {"max_num_seqs": 64, "env": {"VLLM_X": "1"}},
+        "overrides": {"max_num_seqs": 64, "env": {"VLLM_X": "1"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("sweep", "concurrencies", "message"),
+    [
+        pytest.param({"max_model_length": [1]}, None, "did you mean 'max_model_len'", id="typo"),
+        pytest.param(
+            [{"max_num_seqs": 4}],
+            [1, 8],
+            "sets max_num_seqs 4, below bench_concurrency 8",
+            id="seqs-below-concurrency",
+        ),
+        pytest.param(
+            [{"name": "a", "overrides": {"max_num_seqs": 4}}, {"name": "b", "overrides": {}}],
+            None,
+            r"bench_sweep_variants\[1\] is \{\}",
+            id="empty-overrides",
+        ),
+        pytest.param(
+            [
+                {"name": "a", "overrides": {"max_num_seqs": 4}},
+                {"name": "a", "overrides": {"max_num_seqs": 8}},
+            ],
+            None,
+            "names a more than once",
+            id="same-name",
+        ),
+        pytest.param({"max_num_seqs": [4]}, None, "", id="no-recipe-defaults"),
+    ],
+)
+def test_expand_sweep_bad_input(sweep, concurrencies, message):
+    recipe = hybrid_v3_recipe()
+    if message == "":
+        recipe, message = {"defaults": "none"}, "must be a mapping with a 'defaults' mapping"
+    with pytest.raises(BenchReportError, match=message):
+        expand_sweep(sweep, recipe, concurrencies)
+
+
+def test_a_failed_variant_is_compared_and_named_but_never_best():
+    variants = [
+        *sweep_variants(),
+        {
+            "name": "too-long",
+            "overrides": {"max_model_len": 999999},
+            "failed": "engine on node0 exited 1: ValueError: KV cache is too small",
+        },
+    ]
+    comparison = compare_variants(variants, generated_at=STAMP)
+    row = comparison["variants"][-1]
+    assert row["failed"].startswith("engine on node0 exited 1")
+    assert set(row["values"].values()) == {None}
+    assert all("too-long" not in names for names in comparison["best"].values())
+    markdown = render_sweep_markdown(comparison)
+    assert (
+        "- too-long: `max_model_len: 999999`. **Failed:** engine on node0 exited 1: "
+        "ValueError: KV cache is too small"
+    ) in markdown.splitlines()
+
+
+def test_report_takes_the_log_parsers_throughput_summary():
+    summary = {
+        "lines": 5,
+        "busy_lines": 3,
+        "peak_generation_tokens_per_s": 1178.2,
+        "peak_prompt_tokens_per_s": 2356.0,
+        "mean_generation_tokens_per_s": 640.3,
+        "peak_running": 16,
+    }
+    report = lab_report(throughput=summary)
+    assert report["engine_throughput"] == {
+        "samples": 5,
+        "busy_samples": 3,
+        "peak_generation_tokens_per_s": 1178.2,
+        "peak_prompt_tokens_per_s": 2356.0,
+        "mean_generation_tokens_per_s": 640.3,
+        "peak_running": 16,
+    }
+    assert (
+        "Engine log: peak 'Avg generation throughput' 1178.2 tokens/s over 5 log line(s) "
+        "during the run, mean 640.3 tokens/s over the 3 busy one(s)."
+    ) in render_markdown(report).splitlines()
+    with pytest.raises(BenchReportError, match="needs the keys lines, busy_lines"):
+        lab_report(throughput={"lines": 5})

@@ -138,6 +138,15 @@ FIXTURE_CASES = [
             last_throughput=dict(
                 prompt_tokens_per_s=154.2, generation_tokens_per_s=59.5, running=8, waiting=0
             ),
+            # 1.5/2.1 running 0, 0.0/0.0 running 0 (idle), 154.2/59.5 running 8.
+            throughput_summary=dict(
+                lines=3,
+                busy_lines=2,
+                peak_generation_tokens_per_s=59.5,
+                peak_prompt_tokens_per_s=154.2,
+                mean_generation_tokens_per_s=30.8,  # (2.1 + 59.5) / 2
+                peak_running=8,
+            ),
             shutdown=True,
             last_message="Application shutdown complete.",
             lines=207,
@@ -162,6 +171,15 @@ FIXTURE_CASES = [
             distributed_backend="gloo",
             last_throughput=dict(
                 prompt_tokens_per_s=1.2, generation_tokens_per_s=1.4, running=0, waiting=0
+            ),
+            # One line: busy by its throughput although nothing runs any more.
+            throughput_summary=dict(
+                lines=1,
+                busy_lines=1,
+                peak_generation_tokens_per_s=1.4,
+                peak_prompt_tokens_per_s=1.2,
+                mean_generation_tokens_per_s=1.4,
+                peak_running=0,
             ),
             shutdown=True,
             last_message="Application shutdown complete.",
@@ -202,6 +220,17 @@ FIXTURE_CASES = [
             # [E], the last throughput line, is pasted from inside the date (no level).
             last_throughput=dict(
                 prompt_tokens_per_s=0.0, generation_tokens_per_s=0.0, running=1, waiting=0
+            ),
+            # Seven stats lines ([A] 2, [B] 2, [D] 2, [E] 1; the '#' notes are not records),
+            # every one with a request running, so every one busy.
+            throughput_summary=dict(
+                lines=7,
+                busy_lines=7,
+                peak_generation_tokens_per_s=1021.1,  # [A]
+                peak_prompt_tokens_per_s=4917.3,  # [A]
+                # (929.6 + 1021.1 + 43.3 + 45.0 + 20.5 + 0.0 + 0.0) / 7 = 294.21
+                mean_generation_tokens_per_s=294.2,
+                peak_running=9,
             ),
             last_message=(
                 "No available shared memory broadcast block found in 60 seconds. This typically"
@@ -748,9 +777,145 @@ def test_new_boot_clears_the_values_of_the_last():
     assert result["version"] == "0.32.0"
     assert result["kv_cache_tokens"] is None
     assert result["last_throughput"] is None
+    assert result["throughput_summary"] is None
     assert result["shutdown"] is False
     assert len(result["errors"]) == len(ERROR_SAMPLES)
     assert result["lines"] == 207 + 100 + second.count("\n")
+
+
+# --- throughput ---------------------------------------------------------------------------
+
+
+def section(text, start, end=None):
+    """The lines of a grouped capture from the line that contains ``start`` to the one that
+    contains ``end`` (excluded), or to the end."""
+    head = text.index(start)
+    head = text.rfind("\n", 0, head) + 1
+    tail = len(text) if end is None else text.rfind("\n", 0, text.index(end)) + 1
+    return text[head:tail]
+
+
+def dp_aggregated(text):
+    """Each ``Engine 000: `` stats line as data parallel's aggregated line (0.34's
+    loggers.py: the prefix is "<n> Engines Aggregated: ", the parts are the same)."""
+    lines = text.splitlines(keepends=True)
+    return "".join(
+        edit(line, "Engine 000: ", "2 Engines Aggregated: ") if "Engine 000: Avg" in line else line
+        for line in lines
+    )
+
+
+THROUGHPUT_CASES = [
+    pytest.param(
+        lambda: cut_before(load(TINY), "Avg prompt throughput: 154.2"),
+        dict(prompt_tokens_per_s=0.0, generation_tokens_per_s=0.0, running=0, waiting=0),
+        dict(
+            lines=2,
+            busy_lines=1,
+            peak_generation_tokens_per_s=2.1,
+            peak_prompt_tokens_per_s=1.5,
+            mean_generation_tokens_per_s=2.1,  # the idle line is not averaged
+            peak_running=0,
+        ),
+        id="vllm-0.32-cpu-tiny-idle-last",
+    ),
+    pytest.param(
+        # A hang: requests stay running, no token moves ([D]), then [E]: running counts as
+        # busy, so the stalled lines pull the mean down.
+        lambda: section(load(STATS), "# --- [D]"),
+        dict(prompt_tokens_per_s=0.0, generation_tokens_per_s=0.0, running=1, waiting=0),
+        dict(
+            lines=3,
+            busy_lines=3,
+            peak_generation_tokens_per_s=20.5,
+            peak_prompt_tokens_per_s=532.2,
+            mean_generation_tokens_per_s=6.8,  # (20.5 + 0.0 + 0.0) / 3 = 6.83
+            peak_running=3,
+        ),
+        id="stats-samples-stalled-running-last",
+    ),
+    pytest.param(
+        lambda: dp_aggregated(section(load(STATS), "# --- [A]", "# --- [B]")),
+        dict(prompt_tokens_per_s=1639.1, generation_tokens_per_s=1021.1, running=9, waiting=55),
+        dict(
+            lines=2,
+            busy_lines=2,
+            peak_generation_tokens_per_s=1021.1,
+            peak_prompt_tokens_per_s=4917.3,
+            mean_generation_tokens_per_s=975.4,  # (929.6 + 1021.1) / 2 = 975.35
+            peak_running=9,
+        ),
+        id="derived-dp-engines-aggregated",
+    ),
+    pytest.param(
+        # No capture here shows a line without its Running part: such a line is still read
+        # (like last_throughput, by the parts it has) and counted.
+        lambda: edit(load(TINY), "59.5 tokens/s, Running: 8 reqs, ", "59.5 tokens/s, "),
+        dict(prompt_tokens_per_s=154.2, generation_tokens_per_s=59.5, running=None, waiting=0),
+        dict(
+            lines=3,
+            busy_lines=2,
+            peak_generation_tokens_per_s=59.5,
+            peak_prompt_tokens_per_s=154.2,
+            mean_generation_tokens_per_s=30.8,
+            peak_running=0,
+        ),
+        id="derived-without-running",
+    ),
+    pytest.param(
+        # V0's metrics.py: "Running: %d reqs, Swapped: %d reqs, Pending: %d reqs".
+        lambda: (
+            "INFO 02-04 00:20:05 metrics.py:455] Avg prompt throughput: 0.0 tokens/s, Avg"
+            " generation throughput: 12.3 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending:"
+            " 2 reqs, GPU KV cache usage: 0.1%, CPU KV cache usage: 0.0%.\n"
+        ),
+        dict(prompt_tokens_per_s=0.0, generation_tokens_per_s=12.3, running=1, waiting=2),
+        dict(
+            lines=1,
+            busy_lines=1,
+            peak_generation_tokens_per_s=12.3,
+            peak_prompt_tokens_per_s=0.0,
+            mean_generation_tokens_per_s=12.3,
+            peak_running=1,
+        ),
+        id="constructed-v0-metrics",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "last", "expected"), THROUGHPUT_CASES)
+def test_throughput_summary(text, last, expected):
+    result = parse(text())
+    assert result["last_throughput"] == last
+    assert result["throughput_summary"] == expected
+
+
+def test_throughput_summary_describes_the_newest_boot():
+    # since_start=false on a restarted container: the first boot served requests (peak
+    # 59.5 tokens/s), the second logged one stats line. Like last_throughput, the summary
+    # is the second boot's only.
+    result = parse(load(TINY) + load(HEAD))
+    assert result["boots"] == 2
+    assert result["last_throughput"]["generation_tokens_per_s"] == 1.4
+    assert result["throughput_summary"] == dict(
+        lines=1,
+        busy_lines=1,
+        peak_generation_tokens_per_s=1.4,
+        peak_prompt_tokens_per_s=1.2,
+        mean_generation_tokens_per_s=1.4,
+        peak_running=0,
+    )
+
+
+def test_summary_is_a_new_dict_each_time():
+    parser = VllmLogParser()
+    parser.feed_text(load(TINY))
+    first = parser.result()
+    first["throughput_summary"]["lines"] = 99
+    first["last_throughput"]["running"] = 99
+    again = parser.result()
+    assert again["throughput_summary"]["lines"] == 3
+    assert again["last_throughput"]["running"] == 8
 
 
 # --- errors -------------------------------------------------------------------------------

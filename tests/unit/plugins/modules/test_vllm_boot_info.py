@@ -102,6 +102,49 @@ def test_since_start_reads_from_the_start(api):
     assert api.requests[-1][1] == {"stdout": ["1"], "stderr": ["1"]}
 
 
+@pytest.mark.parametrize(
+    ("since", "since_start", "query"),
+    [
+        pytest.param(1796214800.75, True, "1796214800", id="fraction-rounded-down"),
+        pytest.param(1796214800, False, "1796214800", id="overrides-since-start-false"),
+        pytest.param("1796214800.2", True, "1796214800", id="string-from-a-template"),
+        pytest.param(0, True, "0", id="zero"),
+    ],
+)
+def test_since_reaches_the_docker_api(api, since, since_start, query):
+    api.add(Container("gb10-vllm-node0", framed(b"x\n", 64)))
+    result = succeed(args(api, since=since, since_start=since_start))
+    assert result["since"] == int(query)
+    assert isinstance(result["since"], int)
+    assert api.requests[-1] == (
+        "/containers/gb10-vllm-node0/logs",
+        {"stdout": ["1"], "stderr": ["1"], "since": [query]},
+    )
+
+
+def test_since_reads_a_never_started_container_from_then(api):
+    api.add(Container("gb10-vllm-node0", [], started_at="0001-01-01T00:00:00Z"))
+    assert succeed(args(api, since=1796214800))["since"] == 1796214800
+    assert api.requests[-1][1]["since"] == ["1796214800"]
+
+
+@pytest.mark.parametrize(
+    ("since", "shown"),
+    [
+        pytest.param(-1, "-1.0", id="negative"),
+        pytest.param(-0.5, "-0.5", id="negative-fraction"),
+        pytest.param("nan", "nan", id="nan"),
+        pytest.param("inf", "inf", id="infinity"),
+    ],
+)
+def test_bad_since_fails_before_asking_docker(api, since, shown):
+    api.add(Container("gb10-vllm-node0", framed(b"x\n", 64)))
+    result = fail(args(api, since=since))
+    assert result["msg"].startswith("since must be a Unix time in seconds, 0 or more")
+    assert result["msg"].endswith("got " + shown)
+    assert api.requests == []
+
+
 def test_never_started_container_reads_everything(api):
     api.add(Container("gb10-vllm-node0", [], started_at="0001-01-01T00:00:00Z"))
     result = succeed(args(api))
