@@ -1093,7 +1093,7 @@ def render_sweep_markdown(comparison) -> str:
     columns = comparison["columns"]
     rows = []
     for variant in comparison["variants"]:
-        row = [_cell(variant["name"])]
+        row = [_cell(variant["name"] + (" (failed)" if variant.get("failed") else ""))]
         for column in columns:
             value = variant["values"].get(column["key"])
             text = _cell(value) if not isinstance(value, int) else f"{value:,}"

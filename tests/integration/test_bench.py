@@ -23,6 +23,21 @@ def engine_ids() -> list[str]:
     return out.split("\n")
 
 
+def engine_label() -> str:
+    return subprocess.run(
+        [
+            "docker",
+            "inspect",
+            "-f",
+            '{{index .Config.Labels "io.gb10-serving.deployment"}}',
+            ENGINES[0],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
 def report_dirs() -> set:
     return {path for path in REPORTS.glob("*-*") if (path / "bench.json").exists()}
 
@@ -55,18 +70,7 @@ def test_bench_json_holds_every_figure_and_the_fingerprint(bench_run):
     assert report["warmup"]["requests"] == 4
     assert report["tool_calls"]["total"] == 3
     assert report["deep"]
-    labels = subprocess.run(
-        [
-            "docker",
-            "inspect",
-            "-f",
-            '{{index .Config.Labels "io.gb10-serving.deployment"}}',
-            ENGINES[0],
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    labels = engine_label()
     assert report["deployment"]["fingerprint"] == labels
     assert dest.name.endswith("-" + labels[:12])
     assert report["deployment"]["node_count"] == 2
@@ -99,4 +103,17 @@ def test_bad_bench_input_fails_before_anything_runs(converged, tmp_path, extrava
     assert run.count("changed") == 0
     assert fragment in "\n".join(run.failure_messages)
     assert report_dirs() == before_dirs
+    assert engine_ids() == before_ids
+
+
+def test_site_measured_the_running_deployment_once(converged, tmp_path):
+    fingerprint = engine_label()[:12]
+    reports = sorted(REPORTS.glob(f"*-{fingerprint}/bench.json"))
+    assert reports, "site.yml left no report of the running deployment"
+    before_ids = engine_ids()
+    run = run_playbook(ROOT / "site.yml", tmp_path)
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 0
+    assert sorted(REPORTS.glob(f"*-{fingerprint}/bench.json")) == reports
+    assert any("was measured already" in msg for msg in run.debug_messages)
     assert engine_ids() == before_ids

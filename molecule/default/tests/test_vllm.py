@@ -87,3 +87,13 @@ def test_the_api_answers_with_the_key_only():
     assert models.status_code == 200
     assert [model["id"] for model in models.json()["data"]] == [MODEL]
     assert requests.get(f"{head_url()}/v1/models", timeout=30).status_code == 401
+
+
+def test_site_left_a_bench_report_of_the_running_deployment():
+    fingerprint = engine("node0")["Config"]["Labels"]["io.gb10-serving.deployment"]
+    reports = sorted((PROJECT / "reports").glob(f"*-{fingerprint[:12]}/bench.json"))
+    assert reports, "site.yml measured nothing for the running deployment"
+    report = json.loads(reports[-1].read_text())
+    assert report["deployment"]["fingerprint"] == fingerprint
+    assert [run["concurrency"] for run in report["runs"]] == [1, 4, 8, 16]
+    assert all(run["output_throughput"] > 0 for run in report["runs"])

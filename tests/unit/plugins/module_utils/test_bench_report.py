@@ -1328,3 +1328,9 @@ def test_report_takes_the_log_parsers_throughput_summary():
     ) in render_markdown(report).splitlines()
     with pytest.raises(BenchReportError, match="needs the keys lines, busy_lines"):
         lab_report(throughput={"lines": 5})
+
+
+def test_a_failed_variant_row_says_so():
+    variants = [*sweep_variants(), {"name": "broken", "failed": "unrecognized arguments"}]
+    lines = render_sweep_markdown(compare_variants(variants, generated_at=STAMP)).splitlines()
+    assert "| broken (failed) | n/a | n/a | n/a | n/a | n/a | n/a | n/a |" in lines
