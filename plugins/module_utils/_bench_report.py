@@ -673,6 +673,14 @@ def _concs(runs):
     return {run["concurrency"] for run in runs}
 
 
+def _repeated(values) -> list:
+    """The values that occur more than once, sorted."""
+    seen, twice = set(), set()
+    for value in values:
+        (twice if value in seen else seen).add(value)
+    return sorted(twice)
+
+
 def build_report(
     *,
     runs,
@@ -708,8 +716,7 @@ def build_report(
     if not isinstance(runs, list):
         raise BenchReportError(f"runs is {type(runs).__name__}, not a list of results")
     runs = sorted((_run(run, index) for index, run in enumerate(runs)), key=_concurrency)
-    seen = [run["concurrency"] for run in runs]
-    twice = sorted({c for c in seen if seen.count(c) > 1})
+    twice = _repeated(run["concurrency"] for run in runs)
     if twice:
         raise BenchReportError(
             f"runs measured twice at concurrency {', '.join(map(str, twice))}: give one run "
@@ -1015,7 +1022,7 @@ def compare_variants(variants, generated_at=None) -> dict:
                 "and no 'failed' cause"
             )
         names.append(variant["name"])
-    twice = sorted({name for name in names if names.count(name) > 1})
+    twice = _repeated(names)
     if twice:
         raise BenchReportError(f"variant names must differ: {', '.join(twice)} repeats")
     measured = [variant for variant in variants if variant.get("failed") is None]
@@ -1344,8 +1351,7 @@ def expand_sweep(sweep, recipe, concurrencies=None) -> List[dict]:
             f"{key}={_value_text(value)}" for key, value in changes.items()
         )
         variants.append({"name": str(name), "changes": dict(changes), "overrides": overrides})
-    names = [variant["name"] for variant in variants]
-    twice = sorted({name for name in names if names.count(name) > 1})
+    twice = _repeated(variant["name"] for variant in variants)
     if twice:
         raise BenchReportError(
             f"bench_sweep_variants names {', '.join(twice)} more than once: give each "
