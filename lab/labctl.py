@@ -49,6 +49,10 @@ def _engine_image():
 
 
 MGMT_NETWORK = "gb10-lab-mgmt"
+# A fixed management subnet, so the lab inventory can name who may reach the API: this
+# machine is the bridge's gateway (MGMT_GATEWAY); the firewall tests add an outsider.
+MGMT_SUBNET = "10.219.0.0/24"
+MGMT_GATEWAY = "10.219.0.1"
 CABLE_NETWORK = "gb10-lab-cx7"
 CABLE_SUBNET = "192.168.100.0/24"
 CABLE_MTU = 9000
@@ -96,8 +100,27 @@ def cgroup_args() -> list[str]:
 
 
 def ensure_networks() -> None:
-    if not exists("network", MGMT_NETWORK):
-        docker("network", "create", "--label", LABEL, MGMT_NETWORK)
+    if exists("network", MGMT_NETWORK):
+        subnet = docker(
+            "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}}{{end}}", MGMT_NETWORK
+        ).stdout.strip()
+        if subnet != MGMT_SUBNET:
+            sys.exit(
+                f"{MGMT_NETWORK} has subnet {subnet}, not {MGMT_SUBNET}: an older lab. "
+                "Run `labctl.py down` (the caches stay), then `labctl.py up`."
+            )
+    else:
+        docker(
+            "network",
+            "create",
+            "--label",
+            LABEL,
+            "--subnet",
+            MGMT_SUBNET,
+            "--gateway",
+            MGMT_GATEWAY,
+            MGMT_NETWORK,
+        )
     if not exists("network", CABLE_NETWORK):
         docker(
             "network",

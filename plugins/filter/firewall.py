@@ -1,0 +1,53 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Firewall filters: firewall_plan, firewall_live_problems."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gb10.serving.plugins.module_utils._firewall import (
+    firewall_live_problems,
+    firewall_plan,
+)
+
+
+def _plain(value):
+    """Templated values as plain dicts, lists and scalars (str subclasses become str)."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def firewall_plan_filter(nodes, host, api_cidrs, api_port, engine_ports):
+    """Every node's fabric variables -> this node's firewall plan ({errors, ...})."""
+    if not isinstance(nodes, dict):
+        raise AnsibleFilterError(
+            "firewall_plan: the input must map each node to its variables, "
+            f"got {type(nodes).__name__}"
+        )
+    return firewall_plan(
+        str(host), _plain(nodes), _plain(api_cidrs), _plain(api_port), _plain(engine_ports)
+    )
+
+
+def firewall_live_problems_filter(nft_json, plan):
+    """`nft --json list table` output -> what the live rules lack of the plan (empty: none)."""
+    if not isinstance(plan, dict):
+        raise AnsibleFilterError(
+            f"firewall_live_problems: the plan must be a mapping, got {type(plan).__name__}"
+        )
+    return firewall_live_problems(_plain(nft_json), _plain(plan))
+
+
+class FilterModule:
+    """gb10.serving firewall filters."""
+
+    def filters(self):
+        return {
+            "firewall_plan": firewall_plan_filter,
+            "firewall_live_problems": firewall_live_problems_filter,
+        }

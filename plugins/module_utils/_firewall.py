@@ -1,0 +1,205 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The firewall's plan: who may reach the API, and which peer reaches the engine's ports.
+
+Pure functions, no Ansible: ``firewall_plan`` checks the inputs and returns what the
+nftables template needs, or every problem, each naming the variable and the fix.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+API_CIDRS_VAR = "firewall_api_allowed_cidrs"
+API_PORT_VAR = "firewall_api_port"
+ENGINE_PORTS_VAR = "firewall_engine_ports"
+
+
+def _port_problem(name, value):
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value), 10)
+        except ValueError:
+            return f"{name} ({value!r}) must be a TCP port number (1 to 65535)."
+    if not 1 <= value <= 65535:
+        return f"{name} ({value}) must be a TCP port number (1 to 65535)."
+    return None
+
+
+def _as_port(value):
+    return value if isinstance(value, int) else int(str(value), 10)
+
+
+def _networks(cidrs, problems):
+    """The allowed networks, merged and split by family; problems name each bad entry."""
+    if isinstance(cidrs, str) or not isinstance(cidrs, (list, tuple)):
+        problems.append(
+            f"{API_CIDRS_VAR} must be a list of CIDRs (for example ['192.0.2.0/24']), "
+            f"got {type(cidrs).__name__}."
+        )
+        return [], []
+    if not cidrs:
+        problems.append(
+            f"{API_CIDRS_VAR} is empty, which would close the API to everyone: list the "
+            "networks your team's machines are on (for example ['192.0.2.0/24'])."
+        )
+        return [], []
+    v4, v6 = [], []
+    for entry in cidrs:
+        try:
+            network = ipaddress.ip_network(str(entry).strip(), strict=False)
+        except ValueError:
+            problems.append(
+                f"{API_CIDRS_VAR} holds {entry!r}, which is not an IPv4 or IPv6 address or "
+                "network: write it as 192.0.2.0/24, 192.0.2.7 or 2001:db8::/64."
+            )
+            continue
+        (v4 if network.version == 4 else v6).append(network)
+    # nftables refuses overlapping intervals in a set: merge them (10.1.0.0/16 inside
+    # 10.0.0.0/8 is dropped, two halves of a /24 become the /24).
+    return (
+        [str(net) for net in ipaddress.collapse_addresses(v4)],
+        [str(net) for net in ipaddress.collapse_addresses(v6)],
+    )
+
+
+def _fabric_address(host, hostvars, problems):
+    address = hostvars.get("fabric_address")
+    interface = hostvars.get("fabric_interface")
+    if not address or not interface:
+        problems.append(
+            f"{host} has no fabric_address or fabric_interface: the firewall keeps the "
+            "engine's ports on the fabric link, so set both in the inventory."
+        )
+        return None, None
+    try:
+        ipv4 = ipaddress.ip_interface(str(address)).ip
+    except ValueError:
+        problems.append(f"{host}: fabric_address {address!r} is not an IPv4 address/prefix.")
+        return None, None
+    return str(ipv4), str(interface)
+
+
+def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports):
+    """This node's rules, from every node's fabric variables and the firewall's inputs.
+
+    ``nodes`` maps each node of the cluster to its variables (``fabric_address``,
+    ``fabric_interface``). Returns ``{errors, ...}``: with errors, nothing else is usable.
+    """
+    problems = []
+    v4, v6 = _networks(api_cidrs, problems)
+    for name, value in ((API_PORT_VAR, api_port),):
+        problem = _port_problem(name, value)
+        if problem:
+            problems.append(problem)
+    if isinstance(engine_ports, (str, dict)) or not isinstance(engine_ports, (list, tuple)):
+        problems.append(f"{ENGINE_PORTS_VAR} must be a list of TCP port numbers.")
+        engine_ports = []
+    for port in engine_ports:
+        problem = _port_problem(ENGINE_PORTS_VAR, port)
+        if problem:
+            problems.append(problem)
+    if not problems and _as_port(api_port) in [_as_port(p) for p in engine_ports]:
+        problems.append(
+            f"{API_PORT_VAR} ({api_port}) is also in {ENGINE_PORTS_VAR}: the API port is "
+            "opened to the allowed networks, the engine's ports only to the peer; give the "
+            "API (vllm_port) a port of its own."
+        )
+    if host not in nodes:
+        problems.append(f"{host} is not one of the cluster's nodes ({', '.join(sorted(nodes))}).")
+    addresses = {}
+    for name in sorted(nodes):
+        ipv4, interface = _fabric_address(name, nodes[name], problems)
+        addresses[name] = (ipv4, interface)
+    if problems:
+        return {"errors": problems}
+    own_ipv4, interface = addresses[host]
+    peers = [addresses[name][0] for name in sorted(nodes) if name != host]
+    if not peers:
+        problems.append(
+            "The cluster has one node: the firewall opens the engine's ports to the peer on "
+            "the fabric link, and there is none."
+        )
+        return {"errors": problems}
+    return {
+        "errors": [],
+        "api_port": _as_port(api_port),
+        "api_cidrs_v4": v4,
+        "api_cidrs_v6": v6,
+        "engine_ports": sorted({_as_port(port) for port in engine_ports}),
+        "fabric_interface": interface,
+        "fabric_ipv4": own_ipv4,
+        "peer_ipv4s": peers,
+    }
+
+
+def _element(value):
+    """A set element of `nft --json` output as a network string ("192.0.2.0/24")."""
+    if isinstance(value, dict) and "prefix" in value:
+        return str(ipaddress.ip_network(f"{value['prefix']['addr']}/{value['prefix']['len']}"))
+    if isinstance(value, dict) and "range" in value:
+        low, high = value["range"]
+        return f"{low}-{high}"
+    return str(ipaddress.ip_network(str(value)))
+
+
+def _matches(rule):
+    """A rule's match expressions as {(left key, ...): right} and its verdict."""
+    found, verdict = {}, None
+    for expr in rule.get("expr", []):
+        if "match" in expr:
+            left = expr["match"]["left"]
+            if "meta" in left:
+                key = ("meta", left["meta"]["key"])
+            elif "payload" in left:
+                key = (left["payload"]["protocol"], left["payload"]["field"])
+            else:
+                key = tuple(left)
+            right = expr["match"]["right"]
+            if isinstance(right, dict) and "set" in right:
+                right = tuple(sorted(right["set"], key=str))
+            found[key] = right
+        elif "accept" in expr or "drop" in expr:
+            verdict = "accept" if "accept" in expr else "drop"
+        elif "reject" in expr:
+            verdict = "reject"
+    return found, verdict
+
+
+def firewall_live_problems(nft_json, plan, table="gb10_serving"):
+    """What the live table (``nft --json list table inet TABLE``) lacks of the plan."""
+    try:
+        items = json.loads(nft_json)["nftables"] if isinstance(nft_json, str) else nft_json
+    except (ValueError, KeyError, TypeError):
+        return [f"`nft --json list table inet {table}` gave no table: the rules are not loaded."]
+    sets, rules, hooked = {}, [], False
+    for item in items:
+        if "set" in item:
+            sets[item["set"]["name"]] = {_element(e) for e in item["set"].get("elem", [])}
+        elif "chain" in item:
+            hooked = hooked or item["chain"].get("hook") == "input"
+        elif "rule" in item:
+            rules.append(_matches(item["rule"]))
+    problems = []
+    if not hooked:
+        problems.append(f"Table {table} has no chain on the input hook.")
+    for family, name in (("api_cidrs_v4", "api_v4"), ("api_cidrs_v6", "api_v6")):
+        want = set(plan.get(family, []))
+        if sets.get(name, set()) != want:
+            problems.append(
+                f"Set {name} holds {sorted(sets.get(name, set()))}, the plan {sorted(want)}."
+            )
+    interface = plan.get("fabric_interface")
+    for peer in plan.get("peer_ipv4s", []):
+        wanted = ({("meta", "iifname"): interface, ("ip", "saddr"): peer}, "accept")
+        if wanted not in rules:
+            problems.append(f"No rule accepts the peer {peer} on {interface}.")
+    port = plan.get("api_port")
+    if ({("tcp", "dport"): port}, "reject") not in rules:
+        problems.append(f"No rule refuses the API port {port} to everyone else.")
+    engine = plan.get("engine_ports", [])
+    engine_key = tuple(sorted(engine, key=str)) if len(engine) > 1 else (engine or [None])[0]
+    if ({("tcp", "dport"): engine_key}, "reject") not in rules:
+        problems.append(f"No rule refuses the engine's ports {engine} off the fabric link.")
+    return problems
