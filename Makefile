@@ -1,6 +1,7 @@
 # gb10.serving: every entry point a developer or CI needs.
 #   make demo    build the lab, run site.yml against it, print the facts and the bench report
 #   make test    every test (lint, sanity, units, integration, Molecule)
+#   make docs    regenerate docs/ (role pages, index, troubleshooting) from the sources
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV := .venv
@@ -9,7 +10,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR := 0
 LAB_INVENTORY := inventory/lab
 
-.PHONY: setup lab-up lab-down demo test lint sanity units pytest-unit integration molecule bench clean
+.PHONY: setup lab-up lab-down demo test lint sanity units pytest-unit integration molecule bench docs clean
 
 setup:
 	scripts/setup.sh
@@ -49,6 +50,11 @@ molecule: setup
 
 bench: setup
 	scripts/bench.sh
+
+# Needs only PyYAML (the dev venv has it); tests/packaging/test_docs.py fails when the
+# committed pages differ from what this writes.
+docs:
+	python3 scripts/gen_docs.py
 
 clean: lab-down
 	rm -rf build .cache .venv

@@ -50,7 +50,7 @@ What is read from the messages (the newest value wins, except where noted):
 * errors: exception lines of tracebacks, ERROR records, NCCL ``WARN`` lines, argparse
   errors; each classified (``oom``, ``nccl``, ``permission``, ``engine_dead``, ``timeout``,
   ``other``) with a hint, identical ones counted instead of repeated (Ray repeats, one
-  traceback per rank).
+  traceback per rank); :data:`ERROR_KIND_HELP` says what each kind means and what to change.
 
 Memory stays bounded whatever the log size: only the newest values, at most
 :data:`MAX_ERRORS` errors, one traceback frame per process (for at most
@@ -289,6 +289,79 @@ _HINT_RAY = (
 _HINT_OTHER = (
     "Not a known failure: read this line with the traceback or lines just above it in the"
     " engine log."
+)
+
+# Each kind of ERROR_KINDS for a person: (what it means, what to change). One place for the
+# whole kind, where an error's own hint speaks of its line; docs/troubleshooting.md is
+# generated from this table and ERROR_HINTS (scripts/gen_docs.py).
+ERROR_KIND_HELP = {
+    "oom": (
+        "The engine could not get the memory it asked for: the weights, the KV cache pool and"
+        " the CUDA graphs do not fit together, or the KV cache pool cannot hold a single"
+        " request of max_model_len tokens.",
+        "Lower gpu_memory_utilization, max_model_len or max_num_seqs (vllm_recipe_overrides),"
+        " or max_cudagraph_capture_size, and run again. A GB10 shares its 128 GB between the"
+        " CPU and the GPU: stop whatever else holds memory on that node (an older engine, a"
+        " download container).",
+    ),
+    "nccl": (
+        "NCCL, which carries the tensor-parallel traffic between the nodes over RoCE, could not"
+        " set up its connections or lost one (an ibverbs call failed, a proxy could not"
+        " connect, a completion came back with an error).",
+        "Re-run the fabric role and compare its facts with the engine's environment:"
+        " NCCL_SOCKET_IFNAME, NCCL_IB_HCA and NCCL_IB_GID_INDEX must name this node's fabric"
+        " port, RDMA device and RoCE v2 IPv4 GID. Then check the link itself: up, the same MTU"
+        " on both ports, a full-size ping across, and --tags fabric_acceptance on real"
+        " hardware (ib_write_bw, all_reduce_perf).",
+    ),
+    "permission": (
+        "The UID the engine runs as could not read or write a path: most often a JIT compiler"
+        " cache left in the image's root-owned directories, otherwise the Hugging Face cache"
+        " or another mount owned by someone else.",
+        "Re-run the node role: it makes the HF cache and the six JIT cache directories owned by"
+        " node_container_uid and sets TRITON_CACHE_DIR, TORCH_EXTENSIONS_DIR, VLLM_CACHE_DIR,"
+        " FLASHINFER_WORKSPACE_BASE, TVM_FFI_CACHE_DIR and XDG_CACHE_HOME to point into it."
+        " Keep a replaced recipe's env from overriding them with image paths, then restart the"
+        " engine (run the vllm role again).",
+    ),
+    "engine_dead": (
+        "The engine core process or one of its workers died. This line reports the death, not"
+        " its cause.",
+        "Look for the first error logged before this one, in the same log or in the other"
+        " node's (the vllm role saves both under vllm_log_dir when a start fails), and fix"
+        " that one.",
+    ),
+    "timeout": (
+        "Processes that must meet waited for each other in vain: the ranks' rendezvous on the"
+        " head (torch.distributed store, gloo) or a call to a worker timed out.",
+        "Check that the worker reaches the head's fabric address on vllm_master_port (firewall,"
+        " routes), that GLOO_SOCKET_IFNAME and VLLM_HOST_IP name each node's fabric interface"
+        " and address, and that the engine on the other node started at all (its own log). A"
+        " worker that stops answering after it started usually ran out of memory.",
+    ),
+    "other": (
+        "An error of no kind above: a bad engine flag in the recipe's command, /dev/shm too"
+        " small, the API port taken, Ray unable to place the workers, or a failure the parser"
+        " does not know.",
+        "Read the error's hint: for the shapes the parser knows it says what to change."
+        " Otherwise read the line with the traceback above it in the saved log.",
+    ),
+}
+# Every fixed hint classify_error gives, under its kind, in the order it tests for them. An
+# argparse error's hint is built from its line (kind ``other``), so it is not listed.
+ERROR_HINTS = (
+    ("oom", _HINT_OOM),
+    ("nccl", _HINT_NCCL),
+    ("permission", _HINT_JIT),
+    ("permission", _HINT_PERMISSION),
+    ("engine_dead", _HINT_ENGINE_DEAD),
+    ("timeout", _HINT_GLOO),
+    ("timeout", _HINT_RPC_TIMEOUT),
+    ("timeout", _HINT_TIMEOUT),
+    ("other", _HINT_SHM),
+    ("other", _HINT_PORT),
+    ("other", _HINT_RAY),
+    ("other", _HINT_OTHER),
 )
 
 

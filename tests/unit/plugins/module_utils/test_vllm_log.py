@@ -20,6 +20,8 @@ from __future__ import annotations
 import pytest
 from ansible_collections.gb10.serving.plugins.module_utils import _vllm_log
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import (
+    ERROR_HINTS,
+    ERROR_KIND_HELP,
     ERROR_KINDS,
     MAX_ERRORS,
     RESULT_KEYS,
@@ -296,6 +298,7 @@ def test_error_samples():
     assert [(e["kind"], e["count"]) for e in errors] == [(kind, 1) for kind, _line in ERROR_SAMPLES]
     for error, (_kind, start) in zip(errors, ERROR_SAMPLES, strict=True):
         assert error["line"].startswith(start)
+        assert (error["kind"], error["hint"]) in ERROR_HINTS
         assert len(error["line"]) <= _vllm_log.MAX_TEXT
     # The traceback printed before an exception by the same process is kept as context.
     assert errors[1]["frame"] == (
@@ -1059,6 +1062,8 @@ def test_error_shapes(line, kind, hint_words):
     hint = result["errors"][0]["hint"]
     for word in hint_words:
         assert word in hint
+    # A fixed hint is listed under its kind (for the docs); only argparse's are built.
+    assert (kind, hint) in ERROR_HINTS or hint.startswith("A bad engine")
 
 
 def test_jit_frame_makes_a_bare_permission_error_a_jit_one():
@@ -1140,6 +1145,16 @@ def test_line_count_is_physical_lines(text, lines):
 def test_classify_error_kinds_are_known():
     assert ERROR_KINDS == ("oom", "nccl", "permission", "engine_dead", "timeout", "other")
     assert classify_error("SomethingError: new")[0] == "other"
+
+
+def test_every_kind_says_what_it_means_and_what_to_change():
+    assert tuple(ERROR_KIND_HELP) == ERROR_KINDS
+    for meaning, fix in ERROR_KIND_HELP.values():
+        assert meaning.endswith(".")
+        assert fix.endswith(".")
+    assert {kind for kind, _hint in ERROR_HINTS} == set(ERROR_KINDS)
+    hints = [hint for _kind, hint in ERROR_HINTS]
+    assert len(hints) == len(set(hints))
 
 
 # --- feeding ------------------------------------------------------------------------------
