@@ -9,8 +9,6 @@ import pytest
 from conftest import (
     NODE_CONTAINERS,
     ROOT,
-    assert_stopped_before_any_change,
-    run_guarded,
     run_playbook,
 )
 
@@ -125,29 +123,3 @@ def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path
     assert "re-running resumes it" in joined
     assert "Last lines:" in joined
     assert "offline" in joined.lower()
-
-
-@pytest.mark.parametrize(
-    ("extravars", "fragments"),
-    [
-        pytest.param({"node_container_uid": "abc"}, ["node_container_uid"], id="uid-not-int"),
-        pytest.param({"node_container_gid": -5}, ["node_container_gid (-5)"], id="gid-negative"),
-        pytest.param(
-            {"node_hf_cache_dir": "relative/cache"},
-            ["node_hf_cache_dir ('relative/cache')", "absolute"],
-            id="relative-cache-dir",
-        ),
-        pytest.param(
-            {"node_model": "DeepSeek-V4-Flash-DSpark"},
-            ["node_model 'DeepSeek-V4-Flash-DSpark' is not a Hugging Face repository id"],
-            id="model-without-org",
-        ),
-        pytest.param(
-            {"node_model_revision": "main branch"},
-            ["node_model_revision 'main branch'"],
-            id="revision-with-space",
-        ),
-    ],
-)
-def test_bad_node_input_fails_in_preflight_before_any_change(tmp_path, extravars, fragments):
-    assert_stopped_before_any_change(run_guarded(tmp_path, extravars=extravars), fragments)

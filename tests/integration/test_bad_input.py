@@ -1,0 +1,165 @@
+"""Bad input, as a matrix: every case fails in preflight, before anything changes anywhere,
+with a message that names the variable (and, where there is one, the fix).
+
+Each case runs the guard playbook (playbooks/preflight.yml, then a play that leaves a
+marker on every node) against the lab with one bad variable or inventory; the case passes
+when the run failed, changed nothing, left no marker, and said every fragment. The kinds:
+type (a value of the wrong type), range (a number or list out of bounds), choice (not one
+of the allowed values), format (a string of the wrong shape), combination (each variable is
+fine alone, not together).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from conftest import HERE, LAB_INVENTORY, assert_stopped_before_any_change, run_guarded
+
+INVENTORIES = HERE / "inventories"
+
+
+@dataclass(frozen=True)
+class Case:
+    role: str
+    kind: str
+    fragments: tuple[str, ...]
+    extravars: dict = field(default_factory=dict)
+    inventory: str | None = None  # a file under inventories/, layered over the lab's
+
+
+CASES = {
+    # preflight: the inventory's shape
+    "unknown-platform": Case(
+        "preflight", "choice", ("gb10_platform", "spark, lab", "dgx"), {"gb10_platform": "dgx"}
+    ),
+    "two-heads": Case(
+        "preflight",
+        "combination",
+        ("'gb10_head' must hold exactly one host", "it holds 2", "node0, node1"),
+        inventory="two_heads.yml",
+    ),
+    "no-head": Case(
+        "preflight",
+        "combination",
+        ("'no_such_group' must hold exactly one host", "it holds 0"),
+        {"preflight_head_group": "no_such_group"},
+    ),
+    "unreachable-node": Case(
+        "preflight",
+        "combination",
+        ("node2 (ansible_host=gb10-lab-node-missing", "did not answer", "Nothing has been changed"),
+        inventory="unreachable_worker.yml",
+    ),
+    "node-in-no-group": Case(
+        "preflight",
+        "combination",
+        ("node2 is in neither 'gb10_head' nor 'gb10_workers'",),
+        inventory="stray_host.yml",
+    ),
+    "platforms-differ": Case(
+        "preflight",
+        "combination",
+        ("gb10_platform differs between nodes (lab, spark)",),
+        inventory="mixed_platform.yml",
+    ),
+    # fabric
+    "fabric-missing-interface": Case(
+        "fabric",
+        "combination",
+        ("fabric_interface is not set for node1",),
+        inventory="fabric_no_interface.yml",
+    ),
+    "fabric-same-address": Case(
+        "fabric",
+        "combination",
+        ("fabric_address 192.168.100.10 is set on node0 and node1",),
+        {"fabric_address": "192.168.100.10/24"},
+    ),
+    "fabric-two-subnets": Case(
+        "fabric",
+        "combination",
+        ("not in one subnet (node0 192.168.100.0/24, node1 192.168.101.0/24)",),
+        inventory="fabric_two_subnets.yml",
+    ),
+    "fabric-mtu-out-of-range": Case(
+        "fabric",
+        "range",
+        ("fabric_mtu 20000 on node0 is out of range 1280..9978",),
+        {"fabric_mtu": 20000},
+    ),
+    "fabric-mtu-not-an-int": Case("fabric", "type", ("fabric_mtu",), {"fabric_mtu": "jumbo"}),
+    "fabric-address-without-prefix": Case(
+        "fabric", "format", ("has no prefix length",), {"fabric_address": "192.168.100.10"}
+    ),
+    "fabric-unknown-renderer": Case(
+        "fabric",
+        "choice",
+        ("fabric_netplan_renderer", "networkd, NetworkManager"),
+        {"fabric_netplan_renderer": "ifupdown"},
+    ),
+    # node
+    "node-uid-not-an-int": Case(
+        "node", "type", ("node_container_uid",), {"node_container_uid": "abc"}
+    ),
+    "node-gid-negative": Case(
+        "node", "range", ("node_container_gid (-5)",), {"node_container_gid": -5}
+    ),
+    "node-relative-cache-dir": Case(
+        "node",
+        "format",
+        ("node_hf_cache_dir ('relative/cache')", "absolute"),
+        {"node_hf_cache_dir": "relative/cache"},
+    ),
+    "node-model-without-org": Case(
+        "node",
+        "format",
+        ("node_model 'DeepSeek-V4-Flash-DSpark' is not a Hugging Face repository id",),
+        {"node_model": "DeepSeek-V4-Flash-DSpark"},
+    ),
+    "node-revision-with-space": Case(
+        "node",
+        "format",
+        ("node_model_revision 'main branch'",),
+        {"node_model_revision": "main branch"},
+    ),
+    # firewall
+    "firewall-no-allowed-network": Case(
+        "firewall",
+        "range",
+        ("firewall_api_allowed_cidrs is empty", "Nothing has been changed"),
+        {"vllm_allowed_cidrs": [], "firewall_api_allowed_cidrs": []},
+    ),
+    "firewall-not-a-network": Case(
+        "firewall",
+        "format",
+        ("firewall_api_allowed_cidrs holds 'office'", "192.0.2.0/24"),
+        {"firewall_api_allowed_cidrs": ["10.219.0.1/32", "office"]},
+    ),
+    "firewall-api-port-is-an-engine-port": Case(
+        "firewall",
+        "combination",
+        ("firewall_api_port (29500) is also in firewall_engine_ports",),
+        {"firewall_api_port": 29500},
+    ),
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_bad_input_stops_before_any_change(converged, tmp_path, case_id):
+    case = CASES[case_id]
+    inventories = (LAB_INVENTORY,) + ((INVENTORIES / case.inventory,) if case.inventory else ())
+    run = run_guarded(tmp_path, extravars=case.extravars, inventories=inventories)
+    assert_stopped_before_any_change(run, case.fragments)
+
+
+def test_the_matrix_covers_every_role_and_kind():
+    assert len(CASES) >= 20
+    assert {case.role for case in CASES.values()} >= {"preflight", "fabric", "node", "firewall"}
+    assert {case.kind for case in CASES.values()} == {
+        "type",
+        "range",
+        "choice",
+        "format",
+        "combination",
+    }
