@@ -1,0 +1,42 @@
+"""Verify the firewall stage on both lab nodes: the table loaded, its unit enabled, its file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import testinfra
+
+PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
+INVENTORY = PROJECT / "inventory" / "lab"
+PEERS = {"node0": "192.168.100.11", "node1": "192.168.100.10"}
+
+
+@pytest.fixture(scope="module", params=sorted(PEERS))
+def lab_node(request):
+    return request.param, testinfra.get_host(
+        f"ansible://{request.param}?ansible_inventory={INVENTORY}"
+    )
+
+
+def test_the_unit_loads_the_rules_at_boot(lab_node):
+    _name, host = lab_node
+    unit = host.service("gb10-serving-firewall")
+    assert unit.is_enabled
+    assert unit.is_running  # a oneshot that remains active after loading
+    rules = host.file("/etc/gb10-serving/firewall.nft")
+    assert (rules.user, rules.group, rules.mode) == ("root", "root", 0o644)
+    assert "delete table inet gb10_serving" in rules.content_string
+
+
+def test_the_live_table_allows_the_api_to_the_lab_host_and_the_cable_to_the_peer(lab_node):
+    name, host = lab_node
+    out = host.check_output("nft --json list table inet gb10_serving")
+    items = json.loads(out)["nftables"]
+    sets = {item["set"]["name"]: item["set"].get("elem", []) for item in items if "set" in item}
+    assert sets == {"api_v4": ["10.219.0.1"], "api_v6": []}
+    listing = host.check_output("nft list chain inet gb10_serving input")
+    assert f'iifname "enp1s0f1np1" ip saddr {PEERS[name]} accept' in listing
+    assert "tcp dport 8000 reject with tcp reset" in listing
