@@ -19,6 +19,9 @@ python=${GB10_PYTHON:-python3.11}
 ansible_wheel=ansible==12.3.0
 collections=(community.docker community.general ansible.posix community.library_inventory_filtering_v1)
 apt_packages=(docker.io mmdebstrap iproute2 shellcheck)
+# The peer the sparkrun import/export is tested against (tests/sparkrun); it needs Python
+# 3.12, so it gets its own venv, .venv-sparkrun.
+sparkrun_package=sparkrun==0.4.2
 
 log() { printf '== setup: %s\n' "$*" >&2; }
 
@@ -71,6 +74,50 @@ setup_venv() {
   ln -sfn "$venv" .venv
 }
 
+# A Python 3.12 interpreter: GB10_PYTHON312, python3.12 on PATH (when it runs: a pyenv shim
+# may not), else the newest 3.12.x that pyenv has installed.
+find_python312() {
+  local candidate version
+  for candidate in "${GB10_PYTHON312:-}" python3.12; do
+    [ -n "$candidate" ] || continue
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  if command -v pyenv >/dev/null 2>&1; then
+    version=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.12\.[0-9]+$' | sort -V | tail -n 1)
+    if [ -n "$version" ]; then
+      candidate="$(pyenv prefix "$version")/bin/python3.12"
+      if [ -x "$candidate" ]; then
+        echo "$candidate"
+        return 0
+      fi
+    fi
+  fi
+  return 1
+}
+
+setup_sparkrun_venv() {
+  local python312 key venv
+  if ! python312=$(find_python312); then
+    log "no Python 3.12 found (${sparkrun_package} needs it for tests/sparkrun): install python3.12," \
+      "or a 3.12.x with pyenv, or point GB10_PYTHON312 at one, and run this again"
+    exit 1
+  fi
+  key=$( ("$python312" -VV; echo "$sparkrun_package") | sha256sum | cut -c1-12)
+  venv="$cache_dir/venv-${sparkrun_package/==/-}-py$("$python312" -c 'import platform; print(platform.python_version())')-$key"
+  if [ ! -f "$venv/.complete" ]; then
+    log "installing $sparkrun_package with $("$python312" -V) in $venv"
+    rm -rf "$venv"
+    mkdir -p "$cache_dir"
+    "$python312" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$sparkrun_package"
+    touch "$venv/.complete"
+  fi
+  ln -sfn "$venv" .venv-sparkrun
+}
+
 setup_collections() {
   local key dir wheel_dir name
   key=$(printf '%s %s' "$ansible_wheel" "${collections[*]}" | sha256sum | cut -c1-12)
@@ -106,6 +153,7 @@ main() {
   install_system_packages
   start_docker
   setup_venv
+  setup_sparkrun_venv
   setup_collections
   if [ "${1:-}" != "--no-images" ]; then
     .venv/bin/python lab/labctl.py image

@@ -26,7 +26,7 @@ stage_sanity() { scripts/ansible-test.sh sanity; }
 stage_units() { scripts/ansible-test.sh units; }
 
 # Tests of the lab's own tooling and other plain pytest tests that need no lab.
-stage_pytest() { pytest -q tests/lab tests/packaging; }
+stage_pytest() { pytest -q tests/lab tests/packaging tests/sparkrun; }
 
 # Playbooks driven through ansible-runner against a fresh lab. The lab is left up and
 # converged: the molecule stage after this one runs on it and purges it at the end.
