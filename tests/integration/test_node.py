@@ -120,6 +120,6 @@ def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path
     assert any("GB on disk after 0 s" in msg for msg in run.debug_messages)
     joined = "\n".join(run.failure_messages)
     assert "The download of gb10-lab/not-in-the-cache@main on node0 failed" in joined
-    assert "re-running resumes it" in joined
+    assert "re-running fetches what is still missing" in joined
     assert "Last lines:" in joined
     assert "offline" in joined.lower()
