@@ -238,6 +238,14 @@ def test_an_interrupted_download_keeps_what_is_complete_and_the_next_run_converg
             f"The download of {FAULT_REPO}@main on node1 failed (exit code 137)",
             "re-running fetches what is still missing",
         )
+        # No ended download container is left behind on either node.
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", "name=hf-download"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert left.strip() == ""
         # Nothing lost: node0 finished; node1 keeps every file it had completed.
         complete = node_sh("node1", f"ls {lab_cache('node1')}/{FAULT_DIR}/blobs").split()
         assert [name for name in complete if not name.endswith(".incomplete")]
