@@ -22,7 +22,9 @@ def _plain(value):
     return value
 
 
-def firewall_plan_filter(nodes, host, api_cidrs, api_port, engine_ports):
+def firewall_plan_filter(
+    nodes, host, api_cidrs, api_port, engine_ports, cidrs_variable="firewall_api_allowed_cidrs"
+):
     """Every node's fabric variables -> this node's firewall plan ({errors, ...})."""
     if not isinstance(nodes, dict):
         raise AnsibleFilterError(
@@ -30,7 +32,12 @@ def firewall_plan_filter(nodes, host, api_cidrs, api_port, engine_ports):
             f"got {type(nodes).__name__}"
         )
     return firewall_plan(
-        str(host), _plain(nodes), _plain(api_cidrs), _plain(api_port), _plain(engine_ports)
+        str(host),
+        _plain(nodes),
+        _plain(api_cidrs),
+        _plain(api_port),
+        _plain(engine_ports),
+        str(cidrs_variable),
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ipaddress
 import json
 
+from ansible_collections.gb10.serving.plugins.module_utils._api_access import cidr_problems
+
 API_CIDRS_VAR = "firewall_api_allowed_cidrs"
 API_PORT_VAR = "firewall_api_port"
 ENGINE_PORTS_VAR = "firewall_engine_ports"
@@ -31,36 +33,18 @@ def _as_port(value):
     return value if isinstance(value, int) else int(str(value), 10)
 
 
-def _networks(cidrs, problems):
-    """The allowed networks, merged and split by family; problems name each bad entry."""
-    if isinstance(cidrs, str) or not isinstance(cidrs, (list, tuple)):
-        problems.append(
-            f"{API_CIDRS_VAR} must be a list of CIDRs (for example ['192.0.2.0/24']), "
-            f"got {type(cidrs).__name__}."
-        )
+def _networks(cidrs, problems, variable):
+    """The allowed networks, merged and split by family (the engine's own CIDR checks)."""
+    found = cidr_problems(cidrs, variable)
+    if found:
+        problems.extend(found)
         return [], []
-    if not cidrs:
-        problems.append(
-            f"{API_CIDRS_VAR} is empty, which would close the API to everyone: list the "
-            "networks your team's machines are on (for example ['192.0.2.0/24'])."
-        )
-        return [], []
-    v4, v6 = [], []
-    for entry in cidrs:
-        try:
-            network = ipaddress.ip_network(str(entry).strip(), strict=False)
-        except ValueError:
-            problems.append(
-                f"{API_CIDRS_VAR} holds {entry!r}, which is not an IPv4 or IPv6 address or "
-                "network: write it as 192.0.2.0/24, 192.0.2.7 or 2001:db8::/64."
-            )
-            continue
-        (v4 if network.version == 4 else v6).append(network)
+    networks = [ipaddress.ip_network(cidr) for cidr in cidrs]
     # nftables refuses overlapping intervals in a set: merge them (10.1.0.0/16 inside
     # 10.0.0.0/8 is dropped, two halves of a /24 become the /24).
     return (
-        [str(net) for net in ipaddress.collapse_addresses(v4)],
-        [str(net) for net in ipaddress.collapse_addresses(v6)],
+        [str(net) for net in ipaddress.collapse_addresses(n for n in networks if n.version == 4)],
+        [str(net) for net in ipaddress.collapse_addresses(n for n in networks if n.version == 6)],
     )
 
 
@@ -81,14 +65,16 @@ def _fabric_address(host, hostvars, problems):
     return str(ipv4), str(interface)
 
 
-def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports):
+def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports, cidrs_variable=API_CIDRS_VAR):
     """This node's rules, from every node's fabric variables and the firewall's inputs.
 
     ``nodes`` maps each node of the cluster to its variables (``fabric_address``,
-    ``fabric_interface``). Returns ``{errors, ...}``: with errors, nothing else is usable.
+    ``fabric_interface``). ``cidrs_variable`` is the name the user set the networks under
+    (``vllm_allowed_cidrs`` when the firewall's own variable keeps its default). Returns
+    ``{errors, ...}``: with errors, nothing else is usable.
     """
     problems = []
-    v4, v6 = _networks(api_cidrs, problems)
+    v4, v6 = _networks(api_cidrs, problems, cidrs_variable)
     for name, value in ((API_PORT_VAR, api_port),):
         problem = _port_problem(name, value)
         if problem:

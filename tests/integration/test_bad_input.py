@@ -124,17 +124,29 @@ CASES = {
         {"node_model_revision": "main branch"},
     ),
     # firewall
-    "firewall-no-allowed-network": Case(
+    "allowed-cidrs-empty": Case(
         "firewall",
         "range",
-        ("firewall_api_allowed_cidrs is empty", "Nothing has been changed"),
-        {"vllm_allowed_cidrs": [], "firewall_api_allowed_cidrs": []},
+        ("vllm_allowed_cidrs is empty", "Nothing has been changed"),
+        {"vllm_allowed_cidrs": []},
     ),
-    "firewall-not-a-network": Case(
+    "allowed-cidrs-not-a-network": Case(
         "firewall",
         "format",
-        ("firewall_api_allowed_cidrs holds 'office'", "192.0.2.0/24"),
-        {"firewall_api_allowed_cidrs": ["10.219.0.1/32", "office"]},
+        ("vllm_allowed_cidrs[1] is 'office'",),
+        {"vllm_allowed_cidrs": ["10.219.0.1/32", "office"]},
+    ),
+    "allowed-cidrs-host-bits": Case(
+        "firewall",
+        "format",
+        ("vllm_allowed_cidrs[0] is '10.219.0.1/24', which has host bits set", "10.219.0.0/24"),
+        {"vllm_allowed_cidrs": ["10.219.0.1/24"]},
+    ),
+    "firewall-own-list-named": Case(
+        "firewall",
+        "type",
+        ("firewall_api_allowed_cidrs is",),
+        {"firewall_api_allowed_cidrs": "10.219.0.1/32"},
     ),
     "firewall-api-port-is-an-engine-port": Case(
         "firewall",

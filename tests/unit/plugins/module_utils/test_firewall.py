@@ -65,10 +65,9 @@ def test_plan_for_the_worker_names_the_head():
     [
         pytest.param(["10.0.0.0/8", "10.1.0.0/16"], ["10.0.0.0/8"], [], id="inner-network-merged"),
         pytest.param(["10.0.0.0/25", "10.0.0.128/25"], ["10.0.0.0/24"], [], id="halves-merged"),
-        pytest.param(["192.0.2.7/24"], ["192.0.2.0/24"], [], id="host-bits-cleared"),
-        pytest.param(["192.0.2.7"], ["192.0.2.7/32"], [], id="bare-address"),
+        pytest.param(["192.0.2.7/32"], ["192.0.2.7/32"], [], id="one-address"),
         pytest.param(["0.0.0.0/0", "::/0"], ["0.0.0.0/0"], ["::/0"], id="everyone-both-families"),
-        pytest.param([" 2001:db8::1/64 "], [], ["2001:db8::/64"], id="v6-trimmed"),
+        pytest.param(["2001:db8::/64"], [], ["2001:db8::/64"], id="v6"),
     ],
 )
 def test_allowed_networks_are_normalised_for_nftables(cidrs, v4, v6):
@@ -81,11 +80,21 @@ def test_allowed_networks_are_normalised_for_nftables(cidrs, v4, v6):
     [
         pytest.param({"api_cidrs": []}, ["firewall_api_allowed_cidrs is empty"], id="empty"),
         pytest.param(
-            {"api_cidrs": "10.0.0.0/8"}, ["firewall_api_allowed_cidrs must be a list"], id="string"
+            {"api_cidrs": ["192.0.2.7/24"]},
+            ["firewall_api_allowed_cidrs[0]", "host bits", "192.0.2.0/24"],
+            id="host-bits",
+        ),
+        pytest.param(
+            {"api_cidrs": ["192.0.2.7"]}, ["without a prefix length", "192.0.2.7/32"], id="bare"
+        ),
+        pytest.param(
+            {"api_cidrs": "10.0.0.0/8"},
+            ["firewall_api_allowed_cidrs is", "not a list"],
+            id="string",
         ),
         pytest.param(
             {"api_cidrs": ["10.0.0.0/33", "office"]},
-            ["'10.0.0.0/33'", "'office'", "192.0.2.0/24"],
+            ["[0] is '10.0.0.0/33'", "[1] is 'office'", "10.0.0.0/24"],
             id="bad-entries-each-named",
         ),
         pytest.param({"api_port": 0}, ["firewall_api_port (0)"], id="port-zero"),
@@ -125,7 +134,9 @@ def test_the_captured_live_table_holds_the_plan():
     ("changes", "fragment"),
     [
         pytest.param({"api_cidrs": ["10.219.0.1/32"]}, "Set api_v4 holds", id="extra-network-live"),
-        pytest.param({"api_cidrs": ["10.219.0.1", "192.0.2.0/24", "::1"]}, "Set api_v6", id="v6"),
+        pytest.param(
+            {"api_cidrs": ["10.219.0.1/32", "192.0.2.0/24", "::1/128"]}, "Set api_v6", id="v6"
+        ),
         pytest.param({"api_port": 8001}, "API port 8001", id="api-port"),
         pytest.param({"engine_ports": [29501, 6379]}, "engine's ports", id="engine-ports"),
     ],
