@@ -6,7 +6,8 @@ marker on every node) against the lab with one bad variable or inventory; the ca
 when the run failed, changed nothing, left no marker, and said every fragment. The kinds:
 type (a value of the wrong type), range (a number or list out of bounds), choice (not one
 of the allowed values), format (a string of the wrong shape), combination (each variable is
-fine alone, not together).
+fine alone, not together). The bench and sweep inputs, which their own playbooks check before
+anything is measured or redeployed, are in test_bench.py and test_sweep.py.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from conftest import HERE, LAB_INVENTORY, assert_stopped_before_any_change, run_guarded
+from test_vllm import engines_state
 
 INVENTORIES = HERE / "inventories"
 
@@ -154,6 +156,84 @@ CASES = {
         ("firewall_api_port (29500) is also in firewall_engine_ports",),
         {"firewall_api_port": 29500},
     ),
+    # vllm: the engine, its recipe and its keys
+    "recipe-unknown-placeholder": Case(
+        "vllm",
+        "format",
+        ("nope",),
+        {"vllm_recipe_overrides": {"command": "vllm serve {model} --port {port} --x {nope}"}},
+    ),
+    "recipe-tensor-parallel-above-nodes": Case(
+        "vllm",
+        "combination",
+        ("tensor_parallel", "2 node(s)"),
+        {"vllm_recipe_overrides": {"tensor_parallel": 4}},
+    ),
+    "recipe-per-node-flag": Case(
+        "vllm",
+        "format",
+        ("--node-rank", "vllm_recipe.command"),
+        {"vllm_recipe_overrides": {"dtype": "bfloat16 --node-rank=1"}},
+    ),
+    "recipe-model-not-the-cached-one": Case(
+        "vllm",
+        "combination",
+        ("vllm_recipe.model", "node_model"),
+        {"vllm_recipe_overrides": {"model": "org/other-model"}},
+    ),
+    "recipe-without-container": Case(
+        "vllm", "type", ("container",), {"vllm_recipe_overrides": {"container": None}}
+    ),
+    "engine-backend-choice": Case(
+        "vllm",
+        "choice",
+        ("vllm_distributed_backend",),
+        {"vllm_distributed_backend": "slurm"},
+    ),
+    "engine-keys-file-not-yaml": Case(
+        "vllm",
+        "format",
+        ("vllm_engine_keys_file", ".yaml"),
+        {"vllm_engine_keys_file": "/etc/gb10-serving/keys.txt"},
+    ),
+    "service-key-short": Case("vllm", "range", ("vllm_api_key",), {"vllm_api_key": "short"}),
+    "api-user-bad-name": Case(
+        "vllm",
+        "format",
+        ("vllm_api_users[0].name is 'Alice'", "lower-case letter"),
+        {"vllm_api_users": [{"name": "Alice"}]},
+    ),
+    "api-user-twice": Case(
+        "vllm",
+        "combination",
+        ("vllm_api_users names alice more than once",),
+        {"vllm_api_users": [{"name": "alice"}, {"name": "alice"}]},
+    ),
+    "api-user-short-key": Case(
+        "vllm",
+        "range",
+        ("vllm_api_users[0] (bob).key has 14 characters", "at least 32"),
+        {"vllm_api_users": [{"name": "bob", "key": "short-key-0123"}]},
+    ),
+    "api-users-sharing-a-key": Case(
+        "vllm",
+        "combination",
+        ("vllm_api_users[1] (bob).key is the same as vllm_api_users[0] (alice).key",),
+        {"vllm_api_users": [{"name": "alice", "key": "k" * 40}, {"name": "bob", "key": "k" * 40}]},
+    ),
+    "api-user-with-the-service-key": Case(
+        "vllm",
+        "combination",
+        ("vllm_api_users[0] (bob).key is the service key (vllm_api_key)",),
+        {"vllm_api_key": "s" * 40, "vllm_api_users": [{"name": "bob", "key": "s" * 40}]},
+    ),
+    # The engine checks vllm_allowed_cidrs itself too (the firewall's own list pinned good).
+    "engine-allowed-cidrs-checked": Case(
+        "vllm",
+        "format",
+        ("vllm_allowed_cidrs[1] is 'lan', without a prefix length",),
+        {"vllm_allowed_cidrs": ["10.0.0.0/8", "lan"], "firewall_api_allowed_cidrs": ["10.0.0.0/8"]},
+    ),
 }
 
 
@@ -161,13 +241,21 @@ CASES = {
 def test_bad_input_stops_before_any_change(converged, tmp_path, case_id):
     case = CASES[case_id]
     inventories = (LAB_INVENTORY,) + ((INVENTORIES / case.inventory,) if case.inventory else ())
+    before = engines_state()
     run = run_guarded(tmp_path, extravars=case.extravars, inventories=inventories)
     assert_stopped_before_any_change(run, case.fragments)
+    assert engines_state() == before
 
 
 def test_the_matrix_covers_every_role_and_kind():
     assert len(CASES) >= 20
-    assert {case.role for case in CASES.values()} >= {"preflight", "fabric", "node", "firewall"}
+    assert {case.role for case in CASES.values()} == {
+        "preflight",
+        "fabric",
+        "node",
+        "firewall",
+        "vllm",
+    }
     assert {case.kind for case in CASES.values()} == {
         "type",
         "range",
