@@ -10,16 +10,17 @@ from ansible_collections.gb10.serving.plugins.module_utils._api_access import (
     cidr_problems,
     served_model_name,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 
 def api_user_problems_filter(users, service_key=None):
     """Every problem with vllm_api_users (no message holds a key); empty when none."""
-    return api_user_problems(_plain(users), _plain(service_key))
+    return api_user_problems(plain(users), plain(service_key))
 
 
 def cidr_problems_filter(cidrs, variable="vllm_allowed_cidrs"):
     """Every problem with a list of networks in CIDR notation; empty when none."""
-    return cidr_problems(_plain(cidrs), str(variable))
+    return cidr_problems(plain(cidrs), str(variable))
 
 
 def served_model_name_filter(argv, model):
@@ -29,18 +30,7 @@ def served_model_name_filter(argv, model):
             f"served_model_name: model must be the recipe's model (a string), got "
             f"{type(model).__name__}"
         )
-    return served_model_name(_plain(argv), str(model))
-
-
-def _plain(value):
-    """Templated values as plain dicts, lists and scalars (str subclasses become str)."""
-    if isinstance(value, dict):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+    return served_model_name(plain(argv), str(model))
 
 
 class FilterModule:

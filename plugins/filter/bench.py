@@ -12,6 +12,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._bench_report import 
     parse_bench_serve,
     score_tool_calls,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 
 def parse_bench_serve_filter(result):
@@ -19,7 +20,7 @@ def parse_bench_serve_filter(result):
     if isinstance(result, (list, tuple)) and all(isinstance(line, str) for line in result):
         result = "\n".join(result)
     try:
-        return parse_bench_serve(_plain(result))
+        return parse_bench_serve(plain(result))
     except BenchReportError as exc:
         raise AnsibleFilterError(f"parse_bench_serve: {exc}") from exc
 
@@ -27,7 +28,7 @@ def parse_bench_serve_filter(result):
 def score_tool_calls_filter(responses, expected):
     """Chat-completion responses -> {passed, total, score: 'n/m', cases}."""
     try:
-        return score_tool_calls(_plain(responses), _plain(expected))
+        return score_tool_calls(plain(responses), plain(expected))
     except BenchReportError as exc:
         raise AnsibleFilterError(f"score_tool_calls: {exc}") from exc
 
@@ -40,27 +41,16 @@ def bench_input_problems(concurrencies, max_num_seqs, sweep=None, recipe_default
             f"got {type(recipe_defaults).__name__}"
         )
     return check_bench_inputs(
-        _plain(concurrencies), _plain(max_num_seqs), _plain(sweep), _plain(recipe_defaults)
+        plain(concurrencies), plain(max_num_seqs), plain(sweep), plain(recipe_defaults)
     )
 
 
 def expand_sweep_filter(sweep, recipe, concurrencies=None):
     """bench_sweep_variants -> [{name, changes, overrides}] over the starting recipe."""
     try:
-        return expand_sweep(_plain(sweep), _plain(recipe), _plain(concurrencies))
+        return expand_sweep(plain(sweep), plain(recipe), plain(concurrencies))
     except BenchReportError as exc:
         raise AnsibleFilterError(f"expand_sweep: {exc}") from exc
-
-
-def _plain(value):
-    """Templated values as plain dicts, lists and scalars (str subclasses become str)."""
-    if isinstance(value, dict):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
 
 
 class FilterModule:

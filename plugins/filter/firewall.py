@@ -9,17 +9,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._firewall import (
     firewall_live_problems,
     firewall_plan,
 )
-
-
-def _plain(value):
-    """Templated values as plain dicts, lists and scalars (str subclasses become str)."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 
 def firewall_plan_filter(
@@ -33,10 +23,10 @@ def firewall_plan_filter(
         )
     return firewall_plan(
         str(host),
-        _plain(nodes),
-        _plain(api_cidrs),
-        _plain(api_port),
-        _plain(engine_ports),
+        plain(nodes),
+        plain(api_cidrs),
+        plain(api_port),
+        plain(engine_ports),
         str(cidrs_variable),
     )
 
@@ -47,7 +37,7 @@ def firewall_live_problems_filter(nft_json, plan):
         raise AnsibleFilterError(
             f"firewall_live_problems: the plan must be a mapping, got {type(plan).__name__}"
         )
-    return firewall_live_problems(_plain(nft_json), _plain(plan))
+    return firewall_live_problems(plain(nft_json), plain(plan))
 
 
 class FilterModule:

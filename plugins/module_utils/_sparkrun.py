@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Dict, List
 
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_recipe import (
     RECIPE_VERSION,
     RecipeError,
@@ -403,20 +404,6 @@ if yaml is not None:
     _BlockDumper.add_representer(str, _represent_str)
 
 
-def _plain(value):
-    """``value`` made of plain dicts, lists, strings, numbers and booleans, for the dumper."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    # Ansible hands over subclasses of str, int and float (tagged values); YAML's safe
-    # dumper represents only the exact types.
-    for exact in (bool, str, int, float):
-        if isinstance(value, exact):
-            return exact(value)
-    return value
-
-
 def dump_yaml(data, comments=()):
     """YAML text for ``data``: a document start, keys in order, commands as literal blocks.
 
@@ -425,7 +412,7 @@ def dump_yaml(data, comments=()):
     _require_yaml()
     head = "".join(f"# {line}\n" if line else "#\n" for line in comments)
     body = yaml.dump(
-        _plain(data),
+        plain(data),
         Dumper=_BlockDumper,
         default_flow_style=False,
         sort_keys=False,

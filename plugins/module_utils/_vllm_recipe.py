@@ -22,6 +22,8 @@ import re
 import shlex
 from collections.abc import Mapping
 
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
+
 RECIPE_VERSION = "2"
 RUNTIME = "vllm"
 # Fields that always sit at the top of a recipe; any other override name that the recipe
@@ -271,15 +273,6 @@ def _merge_section(merged, section, changes):
     merged[section] = result
 
 
-def _plain(value):
-    """Mappings and sequences as plain dicts and lists, for json.dumps."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
-
-
 def format_value(value):
     """How a value is written into the command line."""
     if isinstance(value, bool):
@@ -291,7 +284,7 @@ def format_value(value):
     if isinstance(value, str):
         return str(value)
     if isinstance(value, (Mapping, list, tuple)):
-        return json.dumps(_plain(value), separators=(",", ":"))
+        return json.dumps(plain(value), separators=(",", ":"))
     raise RecipeError(f"{_kind(value)} cannot be written into the command")
 
 
