@@ -15,7 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from conftest import HERE, LAB_INVENTORY, assert_stopped_before_any_change, run_guarded
+from conftest import (
+    HERE,
+    LAB_INVENTORY,
+    MARKER,
+    assert_stopped_before_any_change,
+    node_has_file,
+    run_guarded,
+)
 from test_vllm import engines_state
 
 INVENTORIES = HERE / "inventories"
@@ -235,6 +242,15 @@ CASES = {
         {"vllm_allowed_cidrs": ["10.0.0.0/8", "lan"], "firewall_api_allowed_cidrs": ["10.0.0.0/8"]},
     ),
 }
+
+
+def test_the_guard_lets_a_good_cluster_through(tmp_path):
+    """The harness itself: with good input the changing play runs on both nodes."""
+    run = run_guarded(tmp_path)
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 2
+    assert node_has_file("node0", MARKER)
+    assert node_has_file("node1", MARKER)
 
 
 @pytest.mark.parametrize("case_id", sorted(CASES))

@@ -12,7 +12,6 @@ from conftest import (
     run_playbook,
 )
 
-SITE = ROOT / "site.yml"
 FABRIC = ROOT / "playbooks" / "fabric.yml"
 FABRIC_IF = "enp1s0f1np1"
 
@@ -45,12 +44,6 @@ def host_link(name: str, *settings: str, restore: tuple[str, ...]):
         yield
     finally:
         subprocess.run(["ip", "link", "set", "dev", name, *restore], check=True)
-
-
-def test_converged_fabric_is_idempotent(converged, tmp_path):
-    run = run_playbook(SITE, tmp_path)
-    assert run.status == "successful", run.failure_messages
-    assert run.count("changed") == 0
 
 
 def test_drifted_mtu_is_repaired_by_the_next_run(converged, tmp_path):

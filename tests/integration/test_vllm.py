@@ -183,6 +183,10 @@ def test_a_rerun_leaves_the_engines_untouched(converged, tmp_path):
     assert all(state and state[2] for state in before.values()), before
     run = run_playbook(SITE, tmp_path)
     assert run.status == "successful", run.failure_messages
+    # Every stage ran on both nodes, none failed or lost a node, and nothing changed.
+    assert set(run.stats["ok"]) == {"node0", "node1"}
+    assert run.count("failures") == 0
+    assert run.count("dark") == 0
     assert run.count("changed") == 0
     assert engines_state() == before
 
@@ -195,8 +199,6 @@ def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
     assert engines_state() == before
 
 
-# The firewall reads vllm_allowed_cidrs too and checks it first: given its own good value,
-# the engine's check of vllm_allowed_cidrs is what stops the run.
 def test_a_bad_engine_flag_fails_with_its_cause_and_stops_every_engine(converged, tmp_path):
     existing = set(LOG_DIR.iterdir()) if LOG_DIR.exists() else set()
     run = run_playbook(
