@@ -79,6 +79,8 @@ def test_token_is_written_for_the_uid_and_never_shown(converged, tmp_path):
         token_file = f"{cache_dir(node)}/token"
         assert node_sh(node, f"cat {token_file}").stdout == TOKEN
         assert node_sh(node, f"stat -c '%a %u' {token_file}").stdout.split() == ["600", str(UID)]
+        # The role never removes a token (one may have been put there by hand): this test does.
+        assert node_sh(node, f"rm {token_file}").returncode == 0
 
 
 def test_differing_snapshots_stop_the_play_naming_the_file(converged, tmp_path):

@@ -48,9 +48,14 @@ def test_engine_runs_in_its_node_namespaces_as_the_container_uid(name):
     assert info["HostConfig"]["NetworkMode"] == f"container:{node_id}"
     assert info["HostConfig"]["IpcMode"] == f"container:{node_id}"
     assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
-    assert info["HostConfig"]["Binds"] == [
-        f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface:rw"
-    ]
+    binds = [f"/var/lib/gb10-lab/{name}/huggingface:/cache/huggingface:rw"]
+    if name == "node0":
+        # The lab has API users: the head reads every key from a file, read-only.
+        binds.append(
+            "/var/lib/gb10-lab/node0/secrets/vllm-api-keys.yaml"
+            ":/etc/gb10-serving/vllm-api-keys.yaml:ro"
+        )
+    assert info["HostConfig"]["Binds"] == binds
 
 
 def test_both_engines_carry_the_same_deployment_fingerprint():
