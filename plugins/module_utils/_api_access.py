@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Checks of the engine's team access: API users, their keys, who may reach the API.
 
-Pure Python, stdlib only, no Ansible imports. ``api_user_problems`` checks
+Pure Python, no Ansible imports. ``api_user_problems`` checks
 ``vllm_api_users`` (a list of ``{name, key?}``) against the service key;
 ``cidr_problems`` checks ``vllm_allowed_cidrs``; ``served_model_name`` reads the name the
 engine answers to from its command line. The problem messages name the variable and the
@@ -11,10 +11,15 @@ fix, and never hold a key: they end up in the play's output.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
 from typing import List, Optional
+
+from ansible_collections.gb10.serving.plugins.module_utils._vllm_recipe import (
+    _kind as _recipe_kind,
+)
 
 # A user name: a lower-case letter, then up to 31 lower-case letters, digits, '_' or '-'.
 USER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}\Z")
@@ -27,21 +32,8 @@ USER_FIELDS = ("name", "key")
 NAME_RULE = "a lower-case letter, then up to 31 lower-case letters, digits, '_' or '-'"
 
 
-def _kind(value) -> str:
-    """How a value reads in a message, without showing it (it may be a key)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return f"a {type(value).__name__}"
+# Named by type alone, never by value: a value here may be a key.
+_kind = functools.partial(_recipe_kind, reveal=False)
 
 
 def api_user_problems(users, service_key: Optional[str] = None) -> List[str]:

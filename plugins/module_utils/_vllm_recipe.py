@@ -51,16 +51,20 @@ class RecipeError(ValueError):
     """A recipe, its overrides or its command cannot be used; the message says what to change."""
 
 
-def _kind(value):
-    """How a value reads in a message: 'a list', 'null', 'the string 'x''."""
+def _kind(value, reveal=True):
+    """How a value reads in a message: 'a list', 'null', 'the string 'x''.
+
+    With ``reveal`` false a scalar is named by its type alone ('a string'): for values
+    that may be secrets.
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
+        return f"the boolean {str(value).lower()}" if reveal else "a boolean"
     if isinstance(value, (int, float)):
-        return f"the number {value!r}"
+        return f"the number {value!r}" if reveal else "a number"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return f"the string {value!r}" if reveal else "a string"
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, (list, tuple)):
