@@ -13,17 +13,17 @@ from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 
 def firewall_plan_filter(
-    nodes, host, api_cidrs, api_port, engine_ports, cidrs_variable="firewall_api_allowed_cidrs"
+    fabric, host, api_cidrs, api_port, engine_ports, cidrs_variable="firewall_api_allowed_cidrs"
 ):
-    """Every node's fabric variables -> this node's firewall plan ({errors, ...})."""
-    if not isinstance(nodes, dict):
+    """The fabric's plan (gb10.serving.fabric_plan) -> this node's firewall plan ({errors, ...})."""
+    if not isinstance(fabric, dict) or "nodes" not in fabric:
         raise AnsibleFilterError(
-            "firewall_plan: the input must map each node to its variables, "
-            f"got {type(nodes).__name__}"
+            "firewall_plan: the input must be the fabric's plan (gb10.serving.fabric_plan), "
+            f"got {type(fabric).__name__}"
         )
     return firewall_plan(
+        plain(fabric),
         str(host),
-        plain(nodes),
         plain(api_cidrs),
         plain(api_port),
         plain(engine_ports),

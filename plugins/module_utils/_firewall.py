@@ -3,7 +3,8 @@
 """The firewall's plan: who may reach the API, and which peer reaches the engine's ports.
 
 Pure functions, no Ansible: ``firewall_plan`` checks the inputs and returns what the
-nftables template needs, or every problem, each naming the variable and the fix.
+nftables template needs, or every problem, each naming the variable and the fix. The
+nodes' fabric addresses come checked from the fabric's plan (``_fabric_plan``).
 """
 
 from __future__ import annotations
@@ -48,37 +49,20 @@ def _networks(cidrs, problems, variable):
     )
 
 
-def _fabric_address(host, hostvars, problems):
-    address = hostvars.get("fabric_address")
-    interface = hostvars.get("fabric_interface")
-    if not address or not interface:
-        problems.append(
-            f"{host} has no fabric_address or fabric_interface: the firewall keeps the "
-            "engine's ports on the fabric link, so set both in the inventory."
-        )
-        return None, None
-    try:
-        ipv4 = ipaddress.ip_interface(str(address)).ip
-    except ValueError:
-        problems.append(f"{host}: fabric_address {address!r} is not an IPv4 address/prefix.")
-        return None, None
-    return str(ipv4), str(interface)
+def firewall_plan(fabric, host, api_cidrs, api_port, engine_ports, cidrs_variable=API_CIDRS_VAR):
+    """This node's rules, from the fabric's plan and the firewall's inputs.
 
-
-def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports, cidrs_variable=API_CIDRS_VAR):
-    """This node's rules, from every node's fabric variables and the firewall's inputs.
-
-    ``nodes`` maps each node of the cluster to its variables (``fabric_address``,
-    ``fabric_interface``). ``cidrs_variable`` is the name the user set the networks under
-    (``vllm_allowed_cidrs`` when the firewall's own variable keeps its default). Returns
-    ``{errors, ...}``: with errors, nothing else is usable.
+    ``fabric`` is the fabric role's plan of the whole cluster (``gb10.serving.fabric_plan``:
+    ``{errors, nodes}``, each node with ``interface``, ``ipv4`` and ``peers``).
+    ``cidrs_variable`` is the name the user set the networks under (``vllm_allowed_cidrs``
+    when the firewall's own variable keeps its default). Returns ``{errors, ...}``: with
+    errors, nothing else is usable.
     """
     problems = []
     v4, v6 = _networks(api_cidrs, problems, cidrs_variable)
-    for name, value in ((API_PORT_VAR, api_port),):
-        problem = _port_problem(name, value)
-        if problem:
-            problems.append(problem)
+    problem = _port_problem(API_PORT_VAR, api_port)
+    if problem:
+        problems.append(problem)
     if isinstance(engine_ports, (str, dict)) or not isinstance(engine_ports, (list, tuple)):
         problems.append(f"{ENGINE_PORTS_VAR} must be a list of TCP port numbers.")
         engine_ports = []
@@ -92,21 +76,14 @@ def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports, cidrs_variable
             "opened to the allowed networks, the engine's ports only to the peer; give the "
             "API (vllm_port) a port of its own."
         )
-    if host not in nodes:
-        problems.append(f"{host} is not one of the cluster's nodes ({', '.join(sorted(nodes))}).")
-    addresses = {}
-    for name in sorted(nodes):
-        ipv4, interface = _fabric_address(name, nodes[name], problems)
-        addresses[name] = (ipv4, interface)
-    if problems:
-        return {"errors": problems}
-    own_ipv4, interface = addresses[host]
-    peers = [addresses[name][0] for name in sorted(nodes) if name != host]
-    if not peers:
+    # The engine's ports are kept to the fabric link, so the fabric's own checks apply.
+    problems.extend(fabric.get("errors", []))
+    node = fabric.get("nodes", {}).get(host)
+    if node is None and not fabric.get("errors"):
         problems.append(
-            "The cluster has one node: the firewall opens the engine's ports to the peer on "
-            "the fabric link, and there is none."
+            f"{host} is not one of the cluster's nodes ({', '.join(sorted(fabric['nodes']))})."
         )
+    if problems:
         return {"errors": problems}
     return {
         "errors": [],
@@ -114,9 +91,9 @@ def firewall_plan(host, nodes, api_cidrs, api_port, engine_ports, cidrs_variable
         "api_cidrs_v4": v4,
         "api_cidrs_v6": v6,
         "engine_ports": sorted({_as_port(port) for port in engine_ports}),
-        "fabric_interface": interface,
-        "fabric_ipv4": own_ipv4,
-        "peer_ipv4s": peers,
+        "fabric_interface": node["interface"],
+        "fabric_ipv4": node["ipv4"],
+        "peer_ipv4s": list(node["peers"]),
     }
 
 

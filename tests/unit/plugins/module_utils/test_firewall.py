@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from ansible_collections.gb10.serving.plugins.module_utils._fabric_plan import plan_fabric
 from ansible_collections.gb10.serving.plugins.module_utils._firewall import (
     firewall_live_problems,
     firewall_plan,
@@ -32,13 +33,8 @@ GOOD = {
 
 def plan(host="node0", nodes=None, **changes):
     args = {**GOOD, **changes}
-    return firewall_plan(
-        host,
-        NODES if nodes is None else nodes,
-        args["api_cidrs"],
-        args["api_port"],
-        args["engine_ports"],
-    )
+    fabric = plan_fabric(NODES if nodes is None else nodes).to_dict()
+    return firewall_plan(fabric, host, args["api_cidrs"], args["api_port"], args["engine_ports"])
 
 
 def test_plan_for_the_head_names_its_peer_and_merges_nothing_needlessly():
@@ -117,13 +113,18 @@ def test_bad_input_names_the_variable(changes, fragments):
         assert fragment in " ".join(errors)
 
 
-def test_a_node_without_fabric_variables_is_named():
+def test_the_fabric_plans_problems_are_passed_on():
     nodes = {**NODES, "node1": {"fabric_address": "", "fabric_interface": "enp1s0f1np1"}}
-    assert "node1 has no fabric_address" in plan(nodes=nodes)["errors"][0]
+    assert "fabric_address is not set for node1" in plan(nodes=nodes)["errors"][0]
+
+
+def test_a_host_outside_the_cluster_is_named():
+    assert "node2 is not one of the cluster's nodes (node0, node1)" in plan("node2")["errors"][0]
 
 
 def test_a_single_node_cluster_has_no_peer():
-    assert "one node" in plan(nodes={"node0": NODES["node0"]})["errors"][0]
+    errors = plan(nodes={"node0": NODES["node0"]})["errors"]
+    assert "the fabric needs at least two nodes" in errors[0]
 
 
 def test_the_captured_live_table_holds_the_plan():
