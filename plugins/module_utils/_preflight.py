@@ -1,0 +1,351 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The preflight checks of the preflight, node and vllm roles and the sweep, as pure functions.
+
+Pure Python, no Ansible imports. Each check takes the variables it looks at and returns
+the problems found: an empty list, or one message naming the variables and the fix. The
+roles run one check per assert task (``gb10.serving.preflight_problems``), so a check
+fails on the node and in the order it did when it was written in Jinja; the role's task
+adds "Nothing has been changed." where it said so before. The fabric's and the
+firewall's checks live beside their plans (``_fabric_plan``, ``_firewall``), the recipe's
+and the API users' in ``_vllm_recipe`` and ``_api_access``.
+
+The checks were Jinja conditions first, and keep their meaning: ``_to_int`` is Jinja's
+``int`` filter (text that is no number counts as 0), ``_unique`` Ansible's ``unique``
+(case-insensitive, first spelling kept), ``_text`` what ``{{ value }}`` prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import List
+
+# The highest UID or GID a container may run as ((uid_t)-1 means "none").
+ID_MAX = 4294967294
+# The lowest and highest TCP port.
+PORT_MIN = 1
+PORT_MAX = 65535
+# The shortest service key.
+API_KEY_MIN_LENGTH = 16
+
+# A Hugging Face repository id: org/name.
+_HF_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_IPV4_SHAPE = re.compile(r"^(\d{1,3}\.){3}\d{1,3}$")
+_API_HOST = re.compile(r"^[A-Za-z0-9_.:%-]+$")
+_KEYS_FILE = re.compile(r"^/.*[.]ya?ml$")
+_ABSOLUTE = re.compile(r"^/.+")
+_SPACE = re.compile(r"\s")
+# An engine argument's flag: what comes before '='.
+_FLAG_VALUE = re.compile(r"=.*$")
+# How far past its length truncate() lets a value run before it cuts (Jinja's leeway).
+_TRUNCATE_LEEWAY = 5
+
+
+def _to_int(value) -> int:
+    """Jinja's ``int`` filter: the whole number in ``value``, 0 when there is none."""
+    try:
+        if isinstance(value, str):
+            return int(value, 10)
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _text(value) -> str:
+    """How ``{{ value }}`` prints inside a message: null prints nothing (``join`` prints None)."""
+    return "" if value is None else str(value)
+
+
+def _unique(values) -> list:
+    """Ansible's ``unique`` filter: first of each, strings compared without case."""
+    seen, kept = [], []
+    for value in values:
+        key = value.lower() if isinstance(value, str) else value
+        if key not in seen:
+            seen.append(key)
+            kept.append(value)
+    return kept
+
+
+def _truncate(text: str, length: int) -> str:
+    """Jinja's ``truncate`` filter: cut at a word, marked '...', when well over ``length``."""
+    if len(text) <= length + _TRUNCATE_LEEWAY:
+        return text
+    return text[: length - 3].rsplit(" ", 1)[0] + "..."
+
+
+def _matches(pattern, value) -> bool:
+    """Ansible's ``match`` test: the pattern matches at the start of the value as text."""
+    return pattern.match(str(value)) is not None
+
+
+def _group(groups, name) -> list:
+    hosts = groups.get(name) if isinstance(groups, Mapping) else None
+    return list(hosts) if hosts is not None else []
+
+
+# --- the inventory (preflight role) ------------------------------------------------------
+
+
+def inventory_head_problems(groups, head_group, worker_group) -> List[str]:
+    """The head group must hold exactly one host."""
+    heads = _group(groups, head_group)
+    if len(heads) == 1:
+        return []
+    return [
+        f"The inventory group '{head_group}' must hold exactly one host (the head, rank 0); "
+        f"it holds {len(heads)}: {', '.join(str(h) for h in heads) or 'none'}. Put one node "
+        f"in '{head_group}' and the others in '{worker_group}'."
+    ]
+
+
+def inventory_node_problems(host, groups, head_group, worker_group) -> List[str]:
+    """``host`` must be the head or a worker."""
+    if host in _group(groups, head_group) or host in _group(groups, worker_group):
+        return []
+    return [f"{host} is in neither '{head_group}' nor '{worker_group}'; add it to one of them."]
+
+
+def inventory_overlap_problems(groups, head_group, worker_group) -> List[str]:
+    """No host may be both the head and a worker."""
+    workers = _group(groups, worker_group)
+    both = [host for host in _group(groups, head_group) if host in workers]
+    if not both:
+        return []
+    return [
+        f"{', '.join(str(h) for h in both)} is in both '{head_group}' and '{worker_group}'; "
+        "keep it in one."
+    ]
+
+
+def inventory_platform_problems(platforms) -> List[str]:
+    """Every node's ``gb10_platform`` (one per node) must be the same."""
+    found = _unique(platforms)
+    if len(found) == 1:
+        return []
+    return [
+        f"gb10_platform differs between nodes ({', '.join(str(p) for p in found)}); set it "
+        "once for the whole cluster in group_vars."
+    ]
+
+
+# --- the node role -------------------------------------------------------------------------
+
+
+def node_ids_problems(node_container_uid, node_container_gid) -> List[str]:
+    """The container's UID and GID must be IDs, 0 to ID_MAX."""
+    if all(0 <= _to_int(value) <= ID_MAX for value in (node_container_uid, node_container_gid)):
+        return []
+    return [
+        f"node_container_uid ({_text(node_container_uid)}) and node_container_gid "
+        f"({_text(node_container_gid)}) must be numeric IDs from 0 to {ID_MAX}: use the UID "
+        "and GID the engine runs as (1000 by default)."
+    ]
+
+
+def _absolute_dir(path) -> bool:
+    return _matches(_ABSOLUTE, path) and len(str(path).strip("/")) > 0
+
+
+def node_cache_dirs_problems(node_hf_cache_dir, node_hf_cache_mount) -> List[str]:
+    """Both cache paths must be absolute, and not /."""
+    if _absolute_dir(node_hf_cache_dir) and _absolute_dir(node_hf_cache_mount):
+        return []
+    return [
+        f"node_hf_cache_dir ('{_text(node_hf_cache_dir)}') and node_hf_cache_mount "
+        f"('{_text(node_hf_cache_mount)}') must be absolute paths other than /, for example "
+        "/srv/gb10-serving/huggingface and /cache/huggingface."
+    ]
+
+
+def node_model_problems(node_model) -> List[str]:
+    """``node_model`` must be a Hugging Face repository id, org/name."""
+    if _matches(_HF_REPO, node_model):
+        return []
+    return [
+        f"node_model '{_text(node_model)}' is not a Hugging Face repository id: write it as "
+        "org/name, for example deepseek-ai/DeepSeek-V4-Flash-DSpark."
+    ]
+
+
+def node_revision_problems(node_model_revision) -> List[str]:
+    """``node_model_revision`` must name one revision: not empty, no whitespace."""
+    if len(node_model_revision) > 0 and not _SPACE.search(str(node_model_revision)):
+        return []
+    return [
+        f"node_model_revision '{_text(node_model_revision)}' must be a branch, tag or commit "
+        "with no spaces, for example main or a 40-hex commit."
+    ]
+
+
+def node_checkpoints_problems(checkpoints) -> List[str]:
+    """Every node's ``[node_model, node_model_revision]`` (one pair per node) must agree."""
+    found = _unique("@".join(str(part) for part in pair) for pair in checkpoints)
+    if len(found) == 1:
+        return []
+    return [
+        f"The nodes name different checkpoints ({'; '.join(found)}): tensor parallelism "
+        "needs the same node_model and node_model_revision on every node; set them once for "
+        "the cluster in group_vars."
+    ]
+
+
+# --- the engine (vllm role) ----------------------------------------------------------------
+
+
+def engine_role_flags_problems(argv, role_flags, api_users) -> List[str]:
+    """The recipe's rendered command must not carry a flag the role sets per node.
+
+    ``argv`` is the command's arguments, ``role_flags`` the flags the role adds; with
+    ``api_users``, the role passes the keys file through ``--config`` too.
+    """
+    flags = list(role_flags) + (["--config"] if api_users else [])
+    clashes = _unique(
+        flag for flag in (_FLAG_VALUE.sub("", str(arg)) for arg in argv) if flag in flags
+    )
+    if not clashes:
+        return []
+    return [
+        f"vllm_recipe.command carries {', '.join(clashes)}, which the role sets per node "
+        "(ranks, master address, revision; the API keys from vllm_api_key and "
+        f"vllm_api_users). Remove {'them' if len(clashes) > 1 else 'it'} from the command."
+    ]
+
+
+def engine_fit_problems(recipe, nodes) -> List[str]:
+    """The recipe's min_nodes and tensor parallel must fit ``nodes``, one GPU each.
+
+    ``recipe`` is the merged recipe; ``nodes`` the cluster's nodes, head first.
+    """
+    min_nodes = recipe.get("min_nodes", 1)
+    defaults = recipe.get("defaults")
+    tensor_parallel = defaults.get("tensor_parallel", "") if isinstance(defaults, Mapping) else ""
+    tensor_parallel = str(tensor_parallel)
+    if _to_int(min_nodes) <= len(nodes) and (
+        tensor_parallel == "" or _to_int(tensor_parallel) == len(nodes)
+    ):
+        return []
+    return [
+        f"The recipe needs {_text(min_nodes)} node(s) and tensor parallel "
+        f"{tensor_parallel or 'unset'} (vllm_recipe.min_nodes, "
+        f"vllm_recipe.defaults.tensor_parallel), but the cluster has {len(nodes)} node(s), one "
+        f"GPU each ({', '.join(str(n) for n in nodes)}). Set tensor_parallel to {len(nodes)} "
+        "(vllm_recipe_overrides) or change the inventory."
+    ]
+
+
+def engine_model_problems(recipe, node_model) -> List[str]:
+    """The recipe must serve the checkpoint the node role puts in the cache."""
+    model = recipe.get("model")
+    if model == node_model:
+        return []
+    return [
+        f"vllm_recipe.model is {_text(model)} but node_model is {_text(node_model)}: the "
+        "engine would serve a checkpoint that is not in the cache. Make them the same."
+    ]
+
+
+def engine_listen_problems(
+    vllm_bind_address, vllm_port, vllm_master_port, vllm_ray_port
+) -> List[str]:
+    """An IP address to bind, three ports in range, the API's not the master's."""
+    ports = [_to_int(port) for port in (vllm_port, vllm_master_port, vllm_ray_port)]
+    if (
+        (_matches(_IPV4_SHAPE, vllm_bind_address) or ":" in str(vllm_bind_address))
+        and all(PORT_MIN <= port <= PORT_MAX for port in ports)
+        and ports[0] != ports[1]
+    ):
+        return []
+    return [
+        "vllm_bind_address must be an IP address (0.0.0.0 for every interface), and vllm_port, "
+        f"vllm_master_port and vllm_ray_port ports between {PORT_MIN} and {PORT_MAX}, the API "
+        f"port different from the master port; got {_text(vllm_bind_address)}, "
+        f"{_text(vllm_port)}, {_text(vllm_master_port)}, {_text(vllm_ray_port)}."
+    ]
+
+
+def engine_api_key_problems(vllm_api_key) -> List[str]:
+    """A given service key has at least API_KEY_MIN_LENGTH characters, no whitespace.
+
+    An empty key is not checked (one is generated). The message never holds the key.
+    """
+    if len(vllm_api_key) == 0 or (
+        len(vllm_api_key) >= API_KEY_MIN_LENGTH and not _SPACE.search(str(vllm_api_key))
+    ):
+        return []
+    return [
+        f"vllm_api_key must be at least {API_KEY_MIN_LENGTH} characters without spaces; leave "
+        "it empty to have one generated into vllm_api_key_file."
+    ]
+
+
+def engine_clients_problems(
+    vllm_api_host, vllm_client_config_dir, vllm_engine_keys_file
+) -> List[str]:
+    """Where clients reach the API, where their files go, where the head keeps the keys."""
+    if (
+        isinstance(vllm_api_host, str)
+        and _matches(_API_HOST, vllm_api_host)
+        and isinstance(vllm_client_config_dir, str)
+        and len(vllm_client_config_dir) > 0
+        and _matches(_KEYS_FILE, vllm_engine_keys_file)
+    ):
+        return []
+    return [
+        "vllm_api_host must be the host name or address clients reach the head at, without a "
+        f"scheme, port or path (got {_truncate(str(vllm_api_host), 60)}); "
+        "vllm_client_config_dir a controller directory (got "
+        f"{_text(vllm_client_config_dir)}); and vllm_engine_keys_file an absolute path ending "
+        f"in .yaml or .yml, as vLLM's --config wants (got {_text(vllm_engine_keys_file)})."
+    ]
+
+
+def engine_wait_problems(vllm_ready_timeout, vllm_ready_poll) -> List[str]:
+    """Both waiting times positive, the poll no longer than the timeout."""
+    timeout, poll = _to_int(vllm_ready_timeout), _to_int(vllm_ready_poll)
+    if timeout > 0 and 0 < poll <= timeout:
+        return []
+    return [
+        "vllm_ready_timeout and vllm_ready_poll must be positive, the poll no longer than the "
+        f"timeout; got {_text(vllm_ready_timeout)} and {_text(vllm_ready_poll)}."
+    ]
+
+
+# --- the sweep (playbooks/sweep.yml) --------------------------------------------------------
+
+
+def sweep_variants_problems(bench_sweep_variants) -> List[str]:
+    """A sweep needs variants to compare (the bench role checks each one)."""
+    if len(bench_sweep_variants) > 0:
+        return []
+    return [
+        "bench_sweep_variants is empty: give the variants to compare, for example "
+        '-e \'{"bench_sweep_variants": {"max_model_len": [393216, 500000]}}\'.'
+    ]
+
+
+# The checks by the name the roles call them by (gb10.serving.preflight_problems), in the
+# order the roles run them.
+CHECKS = {
+    "inventory_head": inventory_head_problems,
+    "inventory_node": inventory_node_problems,
+    "inventory_overlap": inventory_overlap_problems,
+    "inventory_platform": inventory_platform_problems,
+    "node_ids": node_ids_problems,
+    "node_cache_dirs": node_cache_dirs_problems,
+    "node_model": node_model_problems,
+    "node_revision": node_revision_problems,
+    "node_checkpoints": node_checkpoints_problems,
+    "engine_role_flags": engine_role_flags_problems,
+    "engine_fit": engine_fit_problems,
+    "engine_model": engine_model_problems,
+    "engine_listen": engine_listen_problems,
+    "engine_api_key": engine_api_key_problems,
+    "engine_clients": engine_clients_problems,
+    "engine_wait": engine_wait_problems,
+    "sweep_variants": sweep_variants_problems,
+}
