@@ -1,6 +1,8 @@
 # gb10.serving: every entry point a developer or CI needs.
 #   make demo    build the lab, run site.yml against it, print the facts and the bench report
-#   make test    every test (lint, sanity, units, integration, Molecule)
+#   make test    every test (lint, sanity, units, integration, Molecule), with each stage's
+#                wall time and the ten slowest tests at the end
+#   make test-fast  lint, sanity, units and pytest: everything that needs no lab
 #   make docs    regenerate docs/ (role pages, index, troubleshooting) from the sources
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -10,7 +12,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_FORCE_COLOR := 0
 LAB_INVENTORY := inventory/lab
 
-.PHONY: setup lab-up lab-down demo test lint sanity units pytest-unit integration molecule bench docs clean
+.PHONY: setup lab-up lab-down demo test test-fast lint sanity units pytest-unit integration molecule bench docs clean
 
 setup:
 	scripts/setup.sh
@@ -30,8 +32,12 @@ demo: lab-up
 	  latest=$$(ls -d reports/*-"$$fingerprint"/bench.md | sort | tail -n 1) && \
 	  echo "== $$latest" && cat "$$latest"
 
-test: setup
+# Setup is the first stage of the run, timed like the others.
+test:
 	scripts/test.sh
+
+test-fast:
+	scripts/test.sh setup fast
 
 lint: setup
 	scripts/test.sh lint

@@ -1,7 +1,8 @@
 """Build and run the gb10.serving lab: two simulated GB10 nodes on one Docker engine.
 
     labctl.py image          build the node and engine images unless images of the same
-                             inputs exist (the engine image is also tagged gb10-lab-engine:lab)
+                             inputs exist (the engine image is also tagged gb10-lab-engine:lab);
+                             --only node|engine builds one of them
     labctl.py up             create the networks and both nodes (idempotent)
     labctl.py down [--purge] remove the nodes, their engine containers and the networks;
                              --purge also deletes the per-node host directories
@@ -298,7 +299,8 @@ def status() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("image")
+    image_p = sub.add_parser("image")
+    image_p.add_argument("--only", choices=["node", "engine"])
     sub.add_parser("image-tag")
     sub.add_parser("up")
     down_p = sub.add_parser("down")
@@ -306,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("status")
     args = parser.parse_args(argv)
     if args.command == "image":
-        build_image()
-        _engine_image().build_image()
+        if args.only != "engine":
+            build_image()
+        if args.only != "node":
+            _engine_image().build_image()
     elif args.command == "image-tag":
         print(image_tag())
         print(_engine_image().image_tag())

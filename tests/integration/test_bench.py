@@ -9,6 +9,7 @@ import pytest
 from conftest import ROOT, run_playbook
 
 BENCH = ROOT / "playbooks" / "bench.yml"
+SWEEP = ROOT / "playbooks" / "sweep.yml"
 REPORTS = ROOT / "reports"
 ENGINES = ("gb10-lab-node0-vllm", "gb10-lab-node1-vllm")
 
@@ -83,32 +84,28 @@ def test_bench_md_has_the_field_report_columns_and_reference(bench_run):
     assert any(str(dest) in msg for msg in run.debug_messages)
 
 
-@pytest.mark.parametrize(
-    ("extravars", "fragment"),
-    [
-        ({"bench_concurrency": []}, "bench_concurrency is empty"),
-        ({"bench_concurrency": [1, 32]}, "bench_concurrency"),
-    ],
-    ids=["empty", "above-max-num-seqs"],
-)
-def test_bad_bench_input_fails_before_anything_runs(converged, tmp_path, extravars, fragment):
+# One representative: the checks themselves (an empty list, a concurrency above the running
+# engine's max_num_seqs) are unit-tested; this proves the playbook stops before measuring.
+def test_bad_bench_input_fails_before_anything_runs(converged, tmp_path):
     before_dirs, before_ids = report_dirs(), engine_ids()
-    run = run_playbook(BENCH, tmp_path, extravars=extravars)
+    run = run_playbook(BENCH, tmp_path, extravars={"bench_concurrency": [1, 32]})
     assert run.status == "failed"
     assert run.count("changed") == 0
-    assert fragment in "\n".join(run.failure_messages)
+    assert "bench_concurrency" in "\n".join(run.failure_messages)
     assert report_dirs() == before_dirs
     assert engine_ids() == before_ids
 
 
-def test_site_measured_the_running_deployment_once(converged, tmp_path):
-    fingerprint = engine_label()[:12]
-    reports = sorted(REPORTS.glob(f"*-{fingerprint}/bench.json"))
-    assert reports, "site.yml left no report of the running deployment"
-    before_ids = engine_ids()
-    run = run_playbook(ROOT / "site.yml", tmp_path)
-    assert run.status == "successful", run.failure_messages
+# The sweep checks every variant before it redeploys anything (the checks themselves, an
+# empty sweep, an unknown key, are unit-tested); a variant the vllm role's preflight refuses
+# stops the whole sweep up front.
+def test_a_bad_sweep_variant_fails_before_anything_is_redeployed(converged, tmp_path):
+    before_dirs, before_ids = set(REPORTS.glob("*-sweep")), engine_ids()
+    run = run_playbook(
+        SWEEP, tmp_path, extravars={"bench_sweep_variants": {"tensor_parallel": [2, 3]}}
+    )
+    assert run.status == "failed"
     assert run.count("changed") == 0
-    assert sorted(REPORTS.glob(f"*-{fingerprint}/bench.json")) == reports
-    assert any("was measured already" in msg for msg in run.debug_messages)
+    assert "tensor_parallel" in "\n".join(run.failure_messages)
+    assert set(REPORTS.glob("*-sweep")) == before_dirs
     assert engine_ids() == before_ids

@@ -2,6 +2,8 @@
 
 The lab inventory lists two users: alice (key generated on the controller) and bob (key
 given in the inventory). The tests use each user's client directory the way a person would.
+A re-run with the same users is in test_rerun.py; removing a user and adding them back, with
+the restarts that takes, in test_lifecycle.py.
 """
 
 from __future__ import annotations
@@ -11,17 +13,13 @@ import shlex
 import subprocess
 
 import requests
-from conftest import NODE_CONTAINERS, ROOT, run_playbook
-from test_vllm import MODEL, api_key, api_url, chat, engines_state, inspect
+from conftest import MODEL, NODE_CONTAINERS, ROOT, api_key, api_url, chat, inspect
 
-SITE = ROOT / "site.yml"
 CLIENTS = ROOT / ".cache" / "lab" / "clients"
 LAB_USERS = ("alice", "bob")
 # The lab inventory's given key (a lab-only value).
 BOB_KEY = "gb10-lab-bob-key-not-a-secret-0123456789"  # noqa: S105
 KEYS_FILE = "/var/lib/gb10-lab/node0/secrets/vllm-api-keys.yaml"
-# A short bench for the deployments these tests make: the users are the point here.
-SMALL_BENCH = {"bench_concurrency": [1], "bench_warmup_requests": 2}
 
 
 def user_key(name: str) -> str:
@@ -42,13 +40,6 @@ def client_env(name: str) -> dict[str, str]:
         ["bash", "-c", script], capture_output=True, text=True, check=True, env={}
     ).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-
-
-def assert_no_key_in(run, keys) -> None:
-    events = json.dumps(run.events_data)
-    for key in keys:
-        assert key not in run.stdout
-        assert key not in events
 
 
 def test_each_users_key_is_accepted_and_a_wrong_one_refused(converged):
@@ -136,51 +127,3 @@ def test_the_engine_reads_the_keys_from_a_private_file(converged):
         assert key not in cmdlines
     worker = inspect("gb10-lab-node1-vllm")
     assert "--config" not in worker["Config"]["Cmd"]
-
-
-def test_a_rerun_with_the_same_users_changes_nothing_and_shows_no_key(converged, tmp_path):
-    before = engines_state()
-    run = run_playbook(SITE, tmp_path, verbosity=4, diff=True)
-    assert run.status == "successful", run.failure_messages
-    assert run.count("changed") == 0
-    assert engines_state() == before
-    assert_no_key_in(run, (user_key("alice"), BOB_KEY, api_key()))
-
-
-def test_removing_a_user_says_the_engine_restarts_and_locks_them_out(converged, tmp_path):
-    alice, bob = user_key("alice"), user_key("bob")
-    only_alice = {"vllm_api_users": [{"name": "alice"}], **SMALL_BENCH}
-    before = engines_state()
-
-    # Check mode says what a real run would do, and does nothing.
-    check = run_playbook(SITE, tmp_path / "check", check=True, extravars=only_alice)
-    assert check.status == "successful", check.failure_messages
-    said = "\n".join(check.debug_messages)
-    assert "Check mode: this run would restart the engine on every node" in said
-    assert "API users removed: bob" in said
-    assert "Check mode: this run would remove the client directory and key" in said
-    assert engines_state() == before
-    assert (CLIENTS / "bob" / "api-key").exists()
-
-    run = run_playbook(SITE, tmp_path / "remove", extravars=only_alice)
-    assert run.status == "successful", run.failure_messages
-    said = "\n".join(run.debug_messages)
-    assert "Restarting the engine on every node" in said
-    assert "API users removed: bob" in said
-    assert "vLLM reads its API keys only when it starts" in said
-    assert "Removed the client directory and key of the API users no longer in" in said
-    assert engines_state()["node0"][0] != before["node0"][0]
-    assert chat(bob).status_code == 401
-    assert chat(alice).status_code == 200
-    assert not (CLIENTS / "bob").exists()
-    assert user_key("alice") == alice
-    for checked in (check, run):
-        assert_no_key_in(checked, (alice, bob, api_key()))
-
-    # Adding bob back is a restart too, said before it happens; the lab is as it was.
-    restored = run_playbook(SITE, tmp_path / "restore")
-    assert restored.status == "successful", restored.failure_messages
-    assert any("API users added: bob" in msg for msg in restored.debug_messages)
-    assert chat(user_key("bob")).status_code == 200
-    assert chat(alice).status_code == 200
-    assert_no_key_in(restored, (alice, bob, api_key()))

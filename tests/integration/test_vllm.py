@@ -4,77 +4,29 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 import requests
 from conftest import (
+    ENGINES,
+    KEY_FILE,
+    MODEL,
     NODE_CONTAINERS,
     ROOT,
+    SITE,
+    api_key,
+    api_url,
+    assert_no_key_in,
+    chat,
+    engines_state,
+    inspect,
     run_playbook,
+    task_facts,
 )
 
-SITE = ROOT / "site.yml"
-KEY_FILE = ROOT / ".cache" / "lab" / "vllm-api-key"
-LOG_DIR = ROOT / "reports" / "vllm-logs"
-MODEL = "gb10-lab/tiny-llama"
-ENGINES = {node: f"gb10-lab-{node}-vllm" for node in NODE_CONTAINERS}
 HEAD_FABRIC_IP = "192.168.100.10"
 WORKER_FABRIC_IP = "192.168.100.11"
-
-
-def inspect(container: str) -> dict | None:
-    proc = subprocess.run(
-        ["docker", "inspect", container], capture_output=True, text=True, check=False
-    )
-    return json.loads(proc.stdout)[0] if proc.returncode == 0 else None
-
-
-def engines_state() -> dict[str, tuple[str, str, bool]]:
-    """Per node: container ID, start time, running."""
-    state = {}
-    for node, name in ENGINES.items():
-        info = inspect(name)
-        state[node] = (
-            (info["Id"], info["State"]["StartedAt"], info["State"]["Running"]) if info else None
-        )
-    return state
-
-
-def api_url() -> str:
-    """The head's API, through its management address (the engine shares the node's network)."""
-    info = inspect(NODE_CONTAINERS["node0"])
-    address = info["NetworkSettings"]["Networks"]["gb10-lab-mgmt"]["IPAddress"]
-    return f"http://{address}:8000"
-
-
-def api_key() -> str:
-    return KEY_FILE.read_text().strip()
-
-
-def chat(key: str | None, content: str = "Hello") -> requests.Response:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return requests.post(
-        f"{api_url()}/v1/chat/completions",
-        headers=headers,
-        json={
-            "model": MODEL,
-            "messages": [{"role": "user", "content": content}],
-            "max_tokens": 16,
-            "min_tokens": 4,
-        },
-        timeout=120,
-    )
-
-
-def task_facts(run, task: str) -> dict[str, dict]:
-    """ansible_facts a set_fact task returned, per host."""
-    facts = {}
-    for event in run.events_data:
-        data = event.get("event_data", {})
-        if event.get("event") == "runner_on_ok" and data.get("task") == task:
-            facts[data["host"]] = data["res"].get("ansible_facts", {})
-    return facts
+CLIENTS = ROOT / ".cache" / "lab" / "clients"
 
 
 def test_chat_completion_with_the_key_returns_text(converged):
@@ -178,19 +130,6 @@ def test_boot_log_facts(converged):
     assert facts["node1"]["vllm_boot"]["rank"] == 1
 
 
-def test_a_rerun_leaves_the_engines_untouched(converged, tmp_path):
-    before = engines_state()
-    assert all(state and state[2] for state in before.values()), before
-    run = run_playbook(SITE, tmp_path)
-    assert run.status == "successful", run.failure_messages
-    # Every stage ran on both nodes, none failed or lost a node, and nothing changed.
-    assert set(run.stats["ok"]) == {"node0", "node1"}
-    assert run.count("failures") == 0
-    assert run.count("dark") == 0
-    assert run.count("changed") == 0
-    assert engines_state() == before
-
-
 def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
     before = engines_state()
     run = run_playbook(SITE, tmp_path, check=True)
@@ -199,40 +138,16 @@ def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
     assert engines_state() == before
 
 
-def test_a_bad_engine_flag_fails_with_its_cause_and_stops_every_engine(converged, tmp_path):
-    existing = set(LOG_DIR.iterdir()) if LOG_DIR.exists() else set()
+def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp_path):
+    """One check run with two changes: the Ray backend (not in the lab image, so check mode
+    is where its plan is proven; a real run needs a Spark) and an API user removed."""
+    before = engines_state()
     run = run_playbook(
         SITE,
-        tmp_path / "bad",
-        extravars={"vllm_recipe_overrides": {"dtype": "bfloat16 --no-such-flag"}},
+        tmp_path,
+        check=True,
+        extravars={"vllm_distributed_backend": "ray", "vllm_api_users": [{"name": "alice"}]},
     )
-    assert run.status == "failed"
-    joined = "\n".join(run.failure_messages)
-    assert "--no-such-flag" in joined
-    assert "Every engine is stopped" in joined
-    assert not any(state and state[2] for state in engines_state().values())
-    saved = sorted(set(LOG_DIR.iterdir()) - existing)
-    assert len(saved) == 1
-    logs = {path.name: path.read_text() for path in saved[0].iterdir()}
-    assert set(logs) == {"node0.log", "node1.log"}
-    assert all("--no-such-flag" in text for text in logs.values())
-    assert saved[0].stat().st_mode & 0o777 == 0o700
-
-    restored = run_playbook(SITE, tmp_path / "restore")
-    assert restored.status == "successful", restored.failure_messages
-    assert chat(api_key()).status_code == 200
-
-
-def test_logs_of_the_lab_have_no_key(converged):
-    key = api_key()
-    for path in Path(LOG_DIR).rglob("*.log") if LOG_DIR.exists() else []:
-        assert key not in path.read_text()
-
-
-def test_check_mode_shows_the_ray_launch_and_changes_nothing(converged, tmp_path):
-    """Ray is not in the lab image: check mode proves the plan, a real run needs a Spark."""
-    before = engines_state()
-    run = run_playbook(SITE, tmp_path, check=True, extravars={"vllm_distributed_backend": "ray"})
     assert run.status == "successful", run.failure_messages
     plans = task_facts(run, "Work out this node's engine container")
     head = plans["node0"]["__vllm_node"]["spec"]["command"]
@@ -251,7 +166,13 @@ def test_check_mode_shows_the_ray_launch_and_changes_nothing(converged, tmp_path
         f"--address={HEAD_FABRIC_IP}:6379",
         f"--node-ip-address={WORKER_FABRIC_IP}",
     ]
-    # A new fingerprint: check mode predicts the restart of both engines, and does nothing.
-    assert any("the deployment changed" in msg for msg in run.debug_messages)
+    # Check mode says what a real run would do, and does nothing.
+    said = "\n".join(run.debug_messages)
+    assert "the deployment changed" in said
+    assert "Check mode: this run would restart the engine on every node" in said
+    assert "API users removed: bob" in said
+    assert "Check mode: this run would remove the client directory and key" in said
     assert run.count("changed") > 0
     assert engines_state() == before
+    assert (CLIENTS / "bob" / "api-key").exists()
+    assert_no_key_in(run, (api_key(),))

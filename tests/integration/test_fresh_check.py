@@ -1,14 +1,14 @@
-"""Check mode on fresh nodes: reports the changes, makes none (runs before any converge)."""
+"""Check mode on fresh nodes: reports the changes, makes none."""
 
 from __future__ import annotations
 
-from conftest import NODE_CONTAINERS, ROOT, node_has_file, run_playbook
+import pytest
+from conftest import NODE_CONTAINERS, SITE, node_has_file, run_playbook
 
 
-def test_check_mode_on_fresh_nodes_reports_changes_and_makes_none(tmp_path):
-    for node in NODE_CONTAINERS:
-        assert not node_has_file(node, "/etc/netplan/60-gb10-fabric.yaml"), "lab is not fresh"
-    run = run_playbook(ROOT / "site.yml", tmp_path, check=True)
+@pytest.mark.fresh_lab
+def test_check_mode_on_fresh_nodes_reports_changes_and_makes_none(fresh_lab, tmp_path):
+    run = run_playbook(SITE, tmp_path, check=True)
     assert run.status == "successful", run.failure_messages
     assert run.stats["changed"].get("node0", 0) > 0
     assert run.stats["changed"].get("node1", 0) > 0

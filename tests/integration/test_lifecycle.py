@@ -1,0 +1,247 @@
+"""A deployment's life on the lab, one scenario that shares its engine boots.
+
+Each step below needs engines to start (the most expensive thing in the suite), so they run
+in one sequence, each step starting from what the one before left, and the last step puts
+the lab back on the inventory's deployment:
+
+1. sweep: two variants; "broken" (an unknown engine flag) fails its boot, with its cause and
+   both logs saved, and the sweep goes on; "short" (half the context) boots, is measured and,
+   being the best, stays (the converge's own boot facts stand for the starting recipe);
+2. crash: a new deployment whose worker engine is killed (SIGKILL, as the OOM killer does)
+   while the cluster boots: the run fails with the cause, every engine is stopped;
+3. a user removed: the next run restarts (the engines are stopped, the deployment and the
+   users differ) and says why before it does; the removed user is locked out;
+4. restore: the inventory's users and recipe again: the user added back, the deployment the
+   converge started (the same fingerprint, measured already), serving.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import (
+    ENGINES,
+    LOG_DIR,
+    ROOT,
+    SITE,
+    api_key,
+    assert_no_key_in,
+    chat,
+    engines_state,
+    run_playbook,
+    saved_log_dirs,
+    task_facts,
+)
+
+pytestmark = pytest.mark.disruptive
+
+SWEEP = ROOT / "playbooks" / "sweep.yml"
+REPORTS = ROOT / "reports"
+CLIENTS = ROOT / ".cache" / "lab" / "clients"
+HEAD = ENGINES["node0"]
+# Small bench settings for the variants: the sweep's pipeline is the point, not the figures.
+SMALL_BENCH = {"bench_concurrency": [1], "bench_warmup_requests": 2, "bench_deep_input_len": 200}
+VARIANTS = [
+    {"name": "broken", "overrides": {"dtype": "bfloat16 --no-such-flag"}},
+    {"name": "short", "overrides": {"max_model_len": 256}},
+]
+ONLY_ALICE = {"vllm_api_users": [{"name": "alice"}]}
+
+
+def head_state() -> tuple[str, str, str]:
+    """The head engine's ID, deployment label and command line."""
+    out = subprocess.run(
+        [
+            "docker",
+            "inspect",
+            "-f",
+            '{{.Id}}|{{index .Config.Labels "io.gb10-serving.deployment"}}|{{json .Config.Cmd}}',
+            HEAD,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    container_id, label, command = out.split("|", 2)
+    return container_id, label, " ".join(json.loads(command))
+
+
+def started_at(container: str) -> str:
+    return subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.StartedAt}}", container],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+
+
+def user_key(name: str) -> str:
+    return (CLIENTS / name / "api-key").read_text().strip()
+
+
+def crash_run(tmp_path):
+    """site.yml on a changed deployment, its worker killed 5 s into the boot."""
+    worker = ENGINES["node1"]
+    first_start = started_at(worker)
+    result = {}
+    # A changed engine environment is a new deployment: site.yml restarts both engines.
+    runner = threading.Thread(
+        target=lambda: result.setdefault(
+            "run",
+            run_playbook(
+                SITE,
+                tmp_path,
+                extravars={"vllm_recipe_overrides": {"env": {"GB10_FAULT_CASE": "crash"}}},
+            ),
+        )
+    )
+    runner.start()
+    deadline = time.monotonic() + 240
+    while started_at(worker) in ("", first_start) and time.monotonic() < deadline:
+        time.sleep(1)
+    restarted = started_at(worker) not in ("", first_start)
+    if restarted:
+        time.sleep(5)
+        subprocess.run(["docker", "kill", worker], check=True, capture_output=True)
+    runner.join(timeout=600)
+    return result["run"], restarted
+
+
+@pytest.fixture(scope="module")
+def life(converged, tmp_path_factory):
+    """Run the four steps; whatever happens, end on the inventory's deployment."""
+    steps = {"start": head_state(), "keys": {"alice": user_key("alice"), "bob": user_key("bob")}}
+    try:
+        logs = saved_log_dirs()
+        sweeps = set(REPORTS.glob("*-sweep"))
+        steps["sweep"] = run_playbook(
+            SWEEP,
+            tmp_path_factory.mktemp("sweep"),
+            extravars={
+                **SMALL_BENCH,
+                "bench_sweep_variants": VARIANTS,
+                "bench_sweep_keep": "best",
+                "bench_sweep_rank_by": "max_concurrency",
+            },
+        )
+        steps["sweep_dirs"] = sorted(set(REPORTS.glob("*-sweep")) - sweeps)
+        steps["sweep_logs"] = sorted(saved_log_dirs() - logs)
+        steps["after_sweep"] = head_state()
+
+        logs = saved_log_dirs()
+        steps["crash"], steps["crash_restarted"] = crash_run(tmp_path_factory.mktemp("crash"))
+        steps["crash_logs"] = sorted(saved_log_dirs() - logs)
+        steps["after_crash"] = engines_state()
+
+        steps["remove"] = run_playbook(
+            SITE, tmp_path_factory.mktemp("remove"), extravars=ONLY_ALICE, skip_tags="bench"
+        )
+        steps["bob_after_remove"] = chat(steps["keys"]["bob"]).status_code
+        steps["alice_after_remove"] = chat(steps["keys"]["alice"]).status_code
+        steps["bob_dir_after_remove"] = (CLIENTS / "bob").exists()
+    finally:
+        steps["restore"] = run_playbook(SITE, tmp_path_factory.mktemp("restore"))
+    steps["after_restore"] = head_state()
+    return steps
+
+
+def test_the_sweep_compares_every_variant(life, converged):
+    run, new = life["sweep"], life["sweep_dirs"]
+    assert run.status == "successful", run.failure_messages
+    assert len(new) == 1, new
+    sweep = json.loads((new[0] / "sweep.json").read_text())
+    rows = {row["name"]: row for row in sweep["variants"]}
+    assert list(rows) == ["broken", "short"]
+    # Boot facts from the variant's own boot log: half the context of the starting recipe
+    # (whose boot the converge read), twice the requests the same KV pool holds.
+    start = task_facts(converged, "Keep this node's boot facts")["node0"]["vllm_boot"]
+    short = rows["short"]["values"]
+    assert short["kv_cache_tokens"] == start["kv_cache_tokens"] > 0
+    assert short["max_concurrency"] == pytest.approx(2 * start["max_concurrency"], rel=0.01)
+    assert short["single_stream"] > 0
+    assert sweep["best"]["max_concurrency"] == ["short"]
+    # The broken variant is recorded with its cause; the sweep went on.
+    assert "--no-such-flag" in rows["broken"]["failed"]
+    assert set(rows["broken"]["values"].values()) == {None}
+    markdown = (new[0] / "sweep.md").read_text()
+    assert "| broken (failed) |" in markdown
+    assert "- max concurrency: short" in markdown
+    assert (new[0] / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((new[0] / "02" / "bench.json").read_text())["runs"]
+
+
+def test_a_bad_engine_flag_fails_with_its_cause_stops_every_engine_and_keeps_both_logs(life):
+    joined = "\n".join(life["sweep"].failure_messages)
+    assert "--no-such-flag" in joined
+    assert "Every engine is stopped" in joined
+    (saved,) = life["sweep_logs"]
+    logs = {path.name: path.read_text() for path in saved.iterdir()}
+    assert set(logs) == {"node0.log", "node1.log"}
+    assert all("--no-such-flag" in text for text in logs.values())
+    assert saved.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_sweep_leaves_the_best_variant_running(life):
+    before, after = life["start"], life["after_sweep"]
+    assert "--max-model-len 256" in after[2]
+    assert after[1] != before[1]
+
+
+def test_the_engine_crashing_mid_run_fails_with_its_cause_and_stops_the_cluster(life):
+    assert life["crash_restarted"], "site.yml did not restart the worker"
+    run = life["crash"]
+    assert run.status == "failed"
+    joined = "\n".join(run.failure_messages)
+    assert "The engine did not start" in joined
+    assert "node1 (exited, exit code 137)" in joined
+    # Nothing half-started is left serving, and both logs are kept on the controller.
+    assert not any(state and state[2] for state in life["after_crash"].values())
+    (saved,) = life["crash_logs"]
+    assert {path.name for path in saved.iterdir()} == {"node0.log", "node1.log"}
+
+
+def test_removing_a_user_says_the_engine_restarts_and_locks_them_out(life):
+    # What check mode says of the same change: test_vllm.py (on a serving cluster).
+    run = life["remove"]
+    assert run.status == "successful", run.failure_messages
+    said = "\n".join(run.debug_messages)
+    assert "Restarting the engine on every node" in said
+    # The run after the crash names the stopped engines among its reasons.
+    assert "node1: the engine is exited" in said
+    assert "API users removed: bob" in said
+    assert "vLLM reads its API keys only when it starts" in said
+    assert "Removed the client directory and key of the API users no longer in" in said
+    assert life["bob_after_remove"] == 401
+    assert life["alice_after_remove"] == 200
+    assert not life["bob_dir_after_remove"]
+
+
+def test_the_inventory_run_restores_the_deployment_and_the_user(life):
+    run = life["restore"]
+    assert run.status == "successful", run.failure_messages
+    said = "\n".join(run.debug_messages)
+    assert "API users added: bob" in said
+    # The converge's deployment again: the same fingerprint, which was measured already.
+    before, restored = life["start"], life["after_restore"]
+    assert restored[1] == before[1]
+    assert "--max-model-len 512" in restored[2]
+    assert "was measured already" in said
+    assert user_key("alice") == life["keys"]["alice"]
+    assert chat(user_key("bob")).status_code == 200
+    assert chat(api_key()).status_code == 200
+
+
+def test_no_step_shows_a_key_and_no_saved_log_holds_one(life):
+    keys = (api_key(), *life["keys"].values())
+    for step in ("sweep", "crash", "remove", "restore"):
+        assert_no_key_in(life[step], keys)
+    saved = list(LOG_DIR.rglob("*.log"))
+    assert saved
+    for path in saved:
+        text = path.read_text()
+        for key in keys:
+            assert key not in text
