@@ -32,7 +32,9 @@ GUARD = HERE / "playbooks" / "preflight_guard.yml"
 MARKER = "/tmp/gb10-preflight-passed"  # noqa: S108 (a path inside the lab nodes)
 SITE = ROOT / "site.yml"
 KEY_FILE = ROOT / ".cache" / "lab" / "vllm-api-key"
-LOG_DIR = ROOT / "reports" / "vllm-logs"
+REPORTS = ROOT / "reports"
+LOG_DIR = REPORTS / "vllm-logs"
+CLIENTS = ROOT / ".cache" / "lab" / "clients"
 MODEL = "gb10-lab/tiny-llama"
 ENGINES = {node: f"gb10-lab-{node}-vllm" for node in NODE_CONTAINERS}
 # What each stage leaves on a node: a lab no run has touched has none of them.
@@ -209,6 +211,11 @@ def api_url() -> str:
 
 def api_key() -> str:
     return KEY_FILE.read_text().strip()
+
+
+def user_key(name: str) -> str:
+    """An API user's key, from the client directory the vllm role wrote for them."""
+    return (CLIENTS / name / "api-key").read_text().strip()
 
 
 def chat(key: str | None, content: str = "Hello") -> requests.Response:

@@ -6,11 +6,14 @@ import json
 import subprocess
 
 import pytest
-from conftest import ROOT, run_playbook
+from conftest import (
+    REPORTS,
+    ROOT,
+    run_playbook,
+)
 
 BENCH = ROOT / "playbooks" / "bench.yml"
 SWEEP = ROOT / "playbooks" / "sweep.yml"
-REPORTS = ROOT / "reports"
 ENGINES = ("gb10-lab-node0-vllm", "gb10-lab-node1-vllm")
 
 

@@ -24,8 +24,10 @@ import time
 
 import pytest
 from conftest import (
+    CLIENTS,
     ENGINES,
     LOG_DIR,
+    REPORTS,
     ROOT,
     SITE,
     api_key,
@@ -35,13 +37,12 @@ from conftest import (
     run_playbook,
     saved_log_dirs,
     task_facts,
+    user_key,
 )
 
 pytestmark = pytest.mark.disruptive
 
 SWEEP = ROOT / "playbooks" / "sweep.yml"
-REPORTS = ROOT / "reports"
-CLIENTS = ROOT / ".cache" / "lab" / "clients"
 HEAD = ENGINES["node0"]
 # Small bench settings for the variants: the sweep's pipeline is the point, not the figures.
 SMALL_BENCH = {"bench_concurrency": [1], "bench_warmup_requests": 2, "bench_deep_input_len": 200}
@@ -77,10 +78,6 @@ def started_at(container: str) -> str:
         text=True,
         check=False,
     ).stdout.strip()
-
-
-def user_key(name: str) -> str:
-    return (CLIENTS / name / "api-key").read_text().strip()
 
 
 def crash_run(tmp_path):

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from conftest import (
     NODE_CONTAINERS,
-    ROOT,
+    REPORTS,
     SITE,
     api_key,
     assert_no_key_in,
@@ -18,10 +18,8 @@ from conftest import (
     engines_state,
     inspect,
     run_playbook,
+    user_key,
 )
-
-REPORTS = ROOT / "reports"
-CLIENTS = ROOT / ".cache" / "lab" / "clients"
 
 
 @contextlib.contextmanager
@@ -87,7 +85,6 @@ def test_the_next_run_measures_nothing_again(runs):
 
 
 def test_the_next_run_shows_no_key_even_verbose_with_diff(runs):
-    users = [(CLIENTS / name / "api-key").read_text().strip() for name in ("alice", "bob")]
-    keys = [api_key(), *users]
+    keys = [api_key(), user_key("alice"), user_key("bob")]
     assert_no_key_in(runs["rerun"], keys)
     assert_no_key_in(runs["unreachable"], keys)

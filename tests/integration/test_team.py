@@ -13,17 +13,21 @@ import shlex
 import subprocess
 
 import requests
-from conftest import MODEL, NODE_CONTAINERS, ROOT, api_key, api_url, chat, inspect
+from conftest import (
+    CLIENTS,
+    MODEL,
+    NODE_CONTAINERS,
+    api_key,
+    api_url,
+    chat,
+    inspect,
+    user_key,
+)
 
-CLIENTS = ROOT / ".cache" / "lab" / "clients"
 LAB_USERS = ("alice", "bob")
 # The lab inventory's given key (a lab-only value).
 BOB_KEY = "gb10-lab-bob-key-not-a-secret-0123456789"  # noqa: S105
 KEYS_FILE = "/var/lib/gb10-lab/node0/secrets/vllm-api-keys.yaml"
-
-
-def user_key(name: str) -> str:
-    return (CLIENTS / name / "api-key").read_text().strip()
 
 
 def mode(path) -> int:

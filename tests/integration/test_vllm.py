@@ -8,11 +8,11 @@ import subprocess
 import pytest
 import requests
 from conftest import (
+    CLIENTS,
     ENGINES,
     KEY_FILE,
     MODEL,
     NODE_CONTAINERS,
-    ROOT,
     SITE,
     api_key,
     api_url,
@@ -26,7 +26,6 @@ from conftest import (
 
 HEAD_FABRIC_IP = "192.168.100.10"
 WORKER_FABRIC_IP = "192.168.100.11"
-CLIENTS = ROOT / ".cache" / "lab" / "clients"
 
 
 def test_chat_completion_with_the_key_returns_text(converged):
