@@ -7,6 +7,8 @@
     labctl.py down [--purge] remove the nodes, their engine containers and the networks;
                              --purge also deletes the per-node host directories
     labctl.py status         print one line per node
+    labctl.py production-vault   the production-shaped inventory's vault and password file
+    labctl.py production-hub     serve its checkpoint from the throttled lab hub (foreground)
 
 What is simulated and how (see DESIGN.md, "The lab"):
 
@@ -36,6 +38,7 @@ from pathlib import Path
 
 LAB_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(LAB_DIR / "node"))
+sys.path.insert(1, str(LAB_DIR))
 
 from image import LABEL, build_image, image_tag  # noqa: E402
 from labdocker import docker, exists, log  # noqa: E402
@@ -306,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     down_p = sub.add_parser("down")
     down_p.add_argument("--purge", action="store_true")
     sub.add_parser("status")
+    sub.add_parser("production-vault")
+    sub.add_parser("production-hub")
     args = parser.parse_args(argv)
     if args.command == "image":
         if args.only != "engine":
@@ -319,6 +324,18 @@ def main(argv: list[str] | None = None) -> int:
         up()
     elif args.command == "down":
         down(args.purge)
+    elif args.command == "production-vault":
+        import production
+
+        production.make_vault()
+        print(f"{production.VAULT} (password file {production.VAULT_PASSWORD_FILE})")
+    elif args.command == "production-hub":
+        import production
+
+        try:
+            return subprocess.run(production.hub_command(), check=False).returncode
+        except KeyboardInterrupt:
+            return 0
     else:
         status()
     return 0

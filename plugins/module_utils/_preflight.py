@@ -194,6 +194,36 @@ def node_checkpoints_problems(checkpoints) -> List[str]:
     ]
 
 
+def _seconds(value):
+    """A number of seconds (int, float or its text), or None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def node_download_wait_problems(
+    node_download_timeout, node_download_poll, node_download_progress_interval
+) -> List[str]:
+    """The download's timeout, poll and progress interval positive, the poll no longer than
+    the timeout (a fraction of a second is a valid poll)."""
+    timeout, poll, interval = (
+        _seconds(node_download_timeout),
+        _seconds(node_download_poll),
+        _seconds(node_download_progress_interval),
+    )
+    if None not in (timeout, poll, interval) and 0 < poll <= timeout and interval > 0:
+        return []
+    return [
+        "node_download_timeout, node_download_poll and node_download_progress_interval must "
+        "be positive numbers of seconds, the poll no longer than the timeout; got "
+        f"{_text(node_download_timeout)}, {_text(node_download_poll)} and "
+        f"{_text(node_download_progress_interval)}."
+    ]
+
+
 # --- the engine (vllm role) ----------------------------------------------------------------
 
 
@@ -340,6 +370,7 @@ CHECKS = {
     "node_model": node_model_problems,
     "node_revision": node_revision_problems,
     "node_checkpoints": node_checkpoints_problems,
+    "node_download_wait": node_download_wait_problems,
     "engine_role_flags": engine_role_flags_problems,
     "engine_fit": engine_fit_problems,
     "engine_model": engine_model_problems,

@@ -119,7 +119,7 @@ def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path
         },
     )
     assert run.status == "failed"
-    assert any("GB on disk after 0 s" in msg for msg in run.debug_messages)
+    assert "gb10-lab/not-in-the-cache: 0.0 GB on disk after 0 s (done)" in run.stdout
     joined = "\n".join(run.failure_messages)
     assert "The download of gb10-lab/not-in-the-cache@main on node0 failed" in joined
     assert "re-running fetches what is still missing" in joined

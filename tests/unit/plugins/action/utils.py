@@ -11,7 +11,7 @@ from ansible.plugins.connection.local import Connection
 from ansible.template import Templar
 
 
-def run_action(action_class, name, args, check_mode=False, basedir=None):
+def run_action(action_class, name, args, check_mode=False, basedir=None, task_vars=None):
     """The result of ``action_class(...).run()`` for a task ``name`` with ``args``."""
     task = Task()
     task.action = name
@@ -29,4 +29,4 @@ def run_action(action_class, name, args, check_mode=False, basedir=None):
         templar=Templar(loader=loader),
         shared_loader_obj=None,
     )
-    return action.run(task_vars={})
+    return action.run(task_vars=task_vars or {})

@@ -34,6 +34,12 @@ CLIENTS = {
 }
 LONG_HOST = "http://" + "x" * 70 + " y"
 
+DOWNLOAD_WAIT = {
+    "node_download_timeout": 14400,
+    "node_download_poll": 5,
+    "node_download_progress_interval": 30,
+}
+
 GOOD = [
     ("inventory_head", INVENTORY),
     ("inventory_node", {**INVENTORY, "host": "node2"}),
@@ -71,6 +77,11 @@ GOOD = [
     ),
     ("engine_wait", {"vllm_ready_timeout": 1800, "vllm_ready_poll": 15}),
     ("engine_wait", {"vllm_ready_timeout": 10, "vllm_ready_poll": 10}),
+    ("node_download_wait", DOWNLOAD_WAIT),
+    (
+        "node_download_wait",
+        {**DOWNLOAD_WAIT, "node_download_poll": "0.05", "node_download_progress_interval": 1},
+    ),
     ("sweep_variants", {"bench_sweep_variants": {"max_model_len": [1]}}),
     ("sweep_variants", {"bench_sweep_variants": [{"max_model_len": 1}]}),
 ]
@@ -272,6 +283,23 @@ BAD = {
         "engine_wait",
         {"vllm_ready_timeout": 0, "vllm_ready_poll": 0},
         "got 0 and 0.",
+    ),
+    "download-poll-zero": (
+        "node_download_wait",
+        {**DOWNLOAD_WAIT, "node_download_poll": 0},
+        "node_download_timeout, node_download_poll and node_download_progress_interval must "
+        "be positive numbers of seconds, the poll no longer than the timeout; got 14400, 0 "
+        "and 30.",
+    ),
+    "download-poll-above-timeout": (
+        "node_download_wait",
+        {**DOWNLOAD_WAIT, "node_download_timeout": 10, "node_download_poll": 30},
+        "got 10, 30 and 30.",
+    ),
+    "download-interval-not-a-number": (
+        "node_download_wait",
+        {**DOWNLOAD_WAIT, "node_download_progress_interval": "soon"},
+        "got 14400, 5 and soon.",
     ),
     "sweep-empty": (
         "sweep_variants",

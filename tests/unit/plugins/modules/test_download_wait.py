@@ -1,0 +1,95 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""download_wait against a Docker Engine API on a real unix socket (the boot-log tests' one)."""
+
+from __future__ import annotations
+
+import pytest
+from ansible_collections.gb10.serving.plugins.modules import download_wait
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api import (
+    Container,
+    FakeDockerApi,
+    inspect_document,
+)
+from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
+    module_exit,
+    module_fail,
+)
+
+NAME = "gb10-hf-download"
+
+
+class EndsAfter(Container):
+    """A download container that runs for ``looks`` inspections, then exits ``exit_code``."""
+
+    def __init__(self, looks, exit_code=0):
+        super().__init__(NAME, [])
+        self.looks = 0
+        self.until = looks
+        self.exit_code = exit_code
+
+    @property
+    def document(self):
+        self.looks += 1
+        running = self.looks < self.until
+        return inspect_document(NAME, running=running, exit_code=self.exit_code)
+
+    @document.setter
+    def document(self, _value):
+        pass
+
+
+@pytest.fixture
+def api(tmp_path):
+    with FakeDockerApi(tmp_path) as fake:
+        yield fake
+
+
+def args(api, path, **extra):
+    return {"container": NAME, "path": str(path), "docker_host": api.docker_host, **extra}
+
+
+def test_a_thousand_looks_in_one_call(api, tmp_path):
+    container = api.add(EndsAfter(1000, exit_code=0))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "blob").write_bytes(b"x" * 4096)
+    result = module_exit(download_wait.main, args(api, repo, poll=0, budget=600))
+    assert container.looks == 1000
+    assert result["rounds"] == 1000
+    assert (result["finished"], result["exists"], result["exit_code"]) == (True, True, 0)
+    assert result["bytes"] == 4096
+    assert result["changed"] is False
+
+
+def test_a_running_download_answers_when_the_budget_is_spent(api, tmp_path):
+    api.add(EndsAfter(10**9))
+    result = module_exit(download_wait.main, args(api, tmp_path / "none", poll=0.01, budget=0.2))
+    assert (result["finished"], result["exit_code"], result["bytes"]) == (False, None, 0)
+    assert result["rounds"] >= 2
+    # It stops looking when the next look would come after the budget.
+    assert 0.1 <= result["elapsed"] < 5
+
+
+def test_a_failed_download_reports_its_exit_code(api, tmp_path):
+    api.add(EndsAfter(3, exit_code=1))
+    result = module_exit(download_wait.main, args(api, tmp_path, poll=0, budget=60))
+    assert (result["finished"], result["exit_code"], result["rounds"]) == (True, 1, 3)
+
+
+def test_no_container_counts_as_ended_without_exit_code(api, tmp_path):
+    result = module_exit(download_wait.main, args(api, tmp_path, poll=0, budget=60))
+    assert (result["finished"], result["exists"], result["exit_code"]) == (True, False, None)
+    assert result["rounds"] == 1
+
+
+def test_negative_poll_fails_before_asking_docker(api, tmp_path):
+    result = module_fail(download_wait.main, args(api, tmp_path, poll=-1))
+    assert result["msg"] == "poll must be 0 or more seconds, got -1.0"
+    assert api.requests == []
+
+
+def test_engine_error_fails_with_its_message(api, tmp_path):
+    api.status = 500
+    result = module_fail(download_wait.main, args(api, tmp_path))
+    assert "the Docker engine answered 500: server error: broken on purpose" in result["msg"]
