@@ -310,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     down_p.add_argument("--purge", action="store_true")
     sub.add_parser("status")
     sub.add_parser("production-vault")
-    sub.add_parser("production-hub")
+    hub_p = sub.add_parser("production-hub")
+    hub_p.add_argument("--log", type=Path, help="the hub's request log (default: stdout)")
     args = parser.parse_args(argv)
     if args.command == "image":
         if args.only != "engine":
@@ -332,10 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "production-hub":
         import production
 
-        try:
-            return subprocess.run(production.hub_command(), check=False).returncode
-        except KeyboardInterrupt:
-            return 0
+        # The hub replaces this process: a signal to this PID reaches the hub itself.
+        command = production.hub_command(args.log)
+        os.execv(command[0], command)  # noqa: S606 (no shell: the argv as it is)
     else:
         status()
     return 0

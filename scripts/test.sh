@@ -43,8 +43,9 @@ stage_units() {
 # Tests of the lab's own tooling and other plain pytest tests that need no lab.
 stage_pytest() { pytest -q --junitxml="$results/pytest.xml" tests/lab tests/packaging tests/sparkrun; }
 
-# Playbooks driven through ansible-runner against a fresh lab. The lab is left up and
-# converged: the molecule stage after this one runs on it and purges it at the end.
+# Playbooks driven through ansible-runner against a fresh lab, with the lab inventory. The
+# lab is left up: the molecule stage after this one deploys the production-shaped inventory
+# on it (check, converge, idempotence, verify) and purges it at the end.
 stage_integration() {
   python3 lab/labctl.py down --purge && python3 lab/labctl.py up || return 1
   pytest -q --durations=10 --junitxml="$results/integration.xml" tests/integration

@@ -32,12 +32,13 @@ ARGUMENT_SPEC = {
 }
 
 
-def progress_line(label, state, elapsed):
-    """``<label>: 1.2 GB on disk after 60 s (downloading)``, as the play prints it."""
-    return "%s: %.1f GB on disk after %d s (%s)" % (
+def progress_line(label, state, elapsed, polls):
+    """``<label>: 1.2 GB on disk after 60 s, 12 polls (downloading)``, as the play prints it."""
+    return "%s: %.1f GB on disk after %d s, %d polls (%s)" % (
         label,
         state["bytes"] / 1e9,
         elapsed,
+        polls,
         "done" if state["finished"] else "downloading",
     )
 
@@ -70,7 +71,7 @@ class ActionModule(ActionBase):
             if answer.get("failed"):
                 raise AnsibleActionFail(answer.get("msg", "download_wait failed"), result=answer)
             rounds.append(answer["rounds"])
-            line = progress_line(args["label"], answer, time.monotonic() - start)
+            line = progress_line(args["label"], answer, time.monotonic() - start, sum(rounds))
             display.display(f"[{host}] {line}")
             return dict(answer, done=answer["finished"], line=line)
 

@@ -6,11 +6,9 @@ and down around these tests; `make lab-up` does it by hand.
 One converged lab serves the whole session (the `converged` fixture runs site.yml once). Tests
 that only read it share it; a test that breaks something puts it back itself. The order of
 the tests is set here, not by file names: tests marked `fresh_lab` (which need nodes that no
-run has touched; their fixture purges the lab when it finds it used) run first, then tests
-marked `own_inventory` (which deploy another inventory on the lab: the lab inventory's
-converge after them replaces their deployment), tests marked `disruptive` (which restart
-engines) last, so that the read-only tests all share the lab inventory's one boot of the
-engines.
+run has touched; their fixture purges the lab when it finds it used) run first, tests marked
+`disruptive` (which restart engines) run last, so that the read-only tests all share the one
+cold boot of the engines.
 """
 
 from __future__ import annotations
@@ -70,7 +68,6 @@ def run_playbook(
     tags: str | None = None,
     skip_tags: str | None = None,
     verbosity: int = 0,
-    vault_password_file: Path | None = None,
 ) -> PlaybookRun:
     private = tmp_path / "runner"
     private.mkdir(parents=True, exist_ok=True)
@@ -80,12 +77,7 @@ def run_playbook(
         playbook=str(playbook),
         inventory=[str(p) for p in inventories],
         extravars=extravars or {},
-        cmdline=" ".join(
-            ["--check"] * check
-            + ["--diff"] * (diff or check)
-            + [f"--vault-password-file={vault_password_file}"] * bool(vault_password_file)
-        )
-        or None,
+        cmdline=" ".join(["--check"] * check + ["--diff"] * (diff or check)) or None,
         verbosity=verbosity or None,
         tags=tags,
         skip_tags=skip_tags,
@@ -126,14 +118,12 @@ def remove_node_file(node: str, path: str) -> None:
 
 
 def pytest_collection_modifyitems(items):
-    """Fresh-lab tests first, then other inventories' deployments, engine-restarting tests
-    last, the rest as collected."""
+    """Fresh-lab tests first, engine-restarting tests last, the rest as collected."""
 
     def rank(item) -> int:
-        for order, marker in enumerate(("fresh_lab", "own_inventory")):
-            if item.get_closest_marker(marker):
-                return order
-        return 3 if item.get_closest_marker("disruptive") else 2
+        if item.get_closest_marker("fresh_lab"):
+            return 0
+        return 2 if item.get_closest_marker("disruptive") else 1
 
     items.sort(key=rank)  # a stable sort: within a rank, the collected order stays
 
@@ -167,8 +157,7 @@ def fresh_lab(lab_is_up):
 
 @pytest.fixture(scope="session")
 def converged(tmp_path_factory, lab_is_up):
-    """site.yml has run once on the lab in this session with the lab inventory (the engines'
-    first boot of the session, or a restart after an `own_inventory` test's deployment)."""
+    """site.yml has run once on the lab in this session (a cold boot on a fresh lab)."""
     run = run_playbook(SITE, tmp_path_factory.mktemp("converge"))
     assert run.status == "successful", run.failure_messages
     return run

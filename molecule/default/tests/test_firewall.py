@@ -39,4 +39,5 @@ def test_the_live_table_allows_the_api_to_the_lab_host_and_the_cable_to_the_peer
     assert sets == {"api_v4": ["10.219.0.1"], "api_v6": []}
     listing = host.check_output("nft list chain inet gb10_serving input")
     assert f'iifname "enp1s0f1np1" ip saddr {PEERS[name]} accept' in listing
-    assert "tcp dport 8000 reject with tcp reset" in listing
+    # The production-shaped inventory moves the API to 8100.
+    assert "tcp dport 8100 reject with tcp reset" in listing

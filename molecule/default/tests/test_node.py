@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 import testinfra
 
+sys.path.insert(0, str(Path(__file__).parents[3] / "lab"))
+from production import read_vault  # noqa: E402 (lab/production.py)
+
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
 INVENTORY = PROJECT / "inventory" / "lab"
 UID = 1000
 JIT = ("triton", "torch_extensions", "vllm", "flashinfer", "tvm-ffi")
-REPO = "hub/models--gb10-lab--tiny-llama"
+# The production-shaped inventory's checkpoint, downloaded from the lab hub.
+REPO = "hub/models--gb10-lab--tiny-coder"
 
 
 def node(name: str):
@@ -75,6 +80,8 @@ def test_both_nodes_hold_the_same_complete_snapshot():
     assert manifests["node0"] == manifests["node1"]
 
 
-def test_no_token_file_unless_a_token_is_given(lab_node):
+def test_the_vaulted_token_is_for_the_container_uid_only(lab_node):
     name, host = lab_node
-    assert not host.file(f"{cache(name)}/token").exists
+    token = host.file(f"{cache(name)}/token")
+    assert (token.uid, token.gid, token.mode) == (UID, UID, 0o600)
+    assert token.content_string.strip() == read_vault()["vault_hf_token"]

@@ -1,20 +1,28 @@
-"""Verify the engine stage: two ranks serving, untouched by a re-run, keyed API."""
+"""Verify the engine stage as the production-shaped inventory deploys it: two ranks serving
+the recipe's served name on the moved ports, vaulted keys, untouched by the re-run."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import requests
 
+sys.path.insert(0, str(Path(__file__).parents[3] / "lab"))
+from production import read_vault  # noqa: E402 (lab/production.py)
+
 PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-INVENTORY = PROJECT / "inventory" / "lab"
-KEY_FILE = PROJECT / ".cache" / "lab" / "vllm-api-key"
 ENGINES = {"node0": "gb10-lab-node0-vllm", "node1": "gb10-lab-node1-vllm"}
-MODEL = "gb10-lab/tiny-llama"
+# inventory/lab-production/group_vars/gb10_cluster/10-production.yml
+SERVED = "team-coder"
+PORT = 8100
+MASTER_PORT = 29600
+STATE = PROJECT / ".cache" / "lab" / "production"
+EPHEMERAL = Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
 
 
 def inspect(container: str) -> dict:
@@ -34,7 +42,7 @@ def head_url() -> str:
         ["docker", "inspect", "gb10-lab-node0"], capture_output=True, text=True, check=True
     ).stdout
     address = json.loads(out)[0]["NetworkSettings"]["Networks"]["gb10-lab-mgmt"]["IPAddress"]
-    return f"http://{address}:8000"
+    return f"http://{address}:{PORT}"
 
 
 @pytest.mark.parametrize("name", sorted(ENGINES))
@@ -66,14 +74,51 @@ def test_both_engines_carry_the_same_deployment_fingerprint():
     assert [label["io.gb10-serving.rank"] for label in labels] == ["0", "1"]
 
 
-def test_the_api_answers_with_the_key_only():
-    key = KEY_FILE.read_text().strip()
+def test_the_engines_were_not_re_created_by_the_idempotence_run():
+    recorded = json.loads((EPHEMERAL / "engines.json").read_text())
+    assert recorded == {name: engine(name)["Id"] for name in ENGINES}
+
+
+def test_the_master_port_is_the_inventory_s():
+    for name in ENGINES:
+        argv = engine(name)["Config"]["Cmd"]
+        assert argv[argv.index("--master-port") + 1] == str(MASTER_PORT), argv
+
+
+@pytest.mark.parametrize("key_name", ["vault_vllm_api_key", "vault_bob_api_key"])
+def test_the_api_answers_the_served_name_to_the_vaulted_keys_only(key_name):
+    key = read_vault()[key_name]
     models = requests.get(
         f"{head_url()}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30
     )
     assert models.status_code == 200
-    assert [model["id"] for model in models.json()["data"]] == [MODEL]
+    assert [model["id"] for model in models.json()["data"]] == [SERVED]
+    answer = requests.post(
+        f"{head_url()}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {key}"},
+        json={"model": SERVED, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4},
+        timeout=120,
+    )
+    assert answer.status_code == 200, answer.text
     assert requests.get(f"{head_url()}/v1/models", timeout=30).status_code == 401
+
+
+def test_nothing_answers_on_the_default_port_any_more():
+    with pytest.raises(requests.ConnectionError):
+        requests.get(head_url().replace(f":{PORT}", ":8000") + "/health", timeout=10)
+
+
+def test_a_given_key_reads_and_writes_no_key_file():
+    assert not (STATE / "vllm-api-key").exists()
+
+
+def test_the_clients_ask_for_the_served_name_on_the_moved_port():
+    for user in ("alice", "bob"):
+        client = json.loads((STATE / "clients" / user / "client.json").read_text())
+        assert client["model"] == SERVED
+        assert client["base_url"].endswith(f":{PORT}/v1")
+    bob = (STATE / "clients" / "bob" / "api-key").read_text().strip()
+    assert bob == read_vault()["vault_bob_api_key"]
 
 
 def test_site_left_a_bench_report_of_the_running_deployment():
@@ -82,5 +127,7 @@ def test_site_left_a_bench_report_of_the_running_deployment():
     assert reports, "site.yml measured nothing for the running deployment"
     report = json.loads(reports[-1].read_text())
     assert report["deployment"]["fingerprint"] == fingerprint
-    assert [run["concurrency"] for run in report["runs"]] == [1, 4, 8, 16]
+    # The bench asked for the served name: a request naming the checkpoint fails.
+    assert [run["concurrency"] for run in report["runs"]] == [1]
     assert all(run["output_throughput"] > 0 for run in report["runs"])
+    assert all(run["failed_requests"] == 0 for run in report["runs"])

@@ -44,10 +44,11 @@ def wait(api, path, **extra):
 
 def test_progress_line_format():
     state = {"bytes": 1_234_000_000, "finished": False}
-    assert download_wait.progress_line("org/name", state, 61.9) == (
-        "org/name: 1.2 GB on disk after 61 s (downloading)"
+    assert download_wait.progress_line("org/name", state, 61.9, 1200) == (
+        "org/name: 1.2 GB on disk after 61 s, 1200 polls (downloading)"
     )
-    assert download_wait.progress_line("m", {"bytes": 0, "finished": True}, 0).endswith("(done)")
+    done = download_wait.progress_line("m", {"bytes": 0, "finished": True}, 0, 1)
+    assert done == "m: 0.0 GB on disk after 0 s, 1 polls (done)"
 
 
 def test_follows_to_the_end_with_a_line_per_call(api, tmp_path, shown):
@@ -58,7 +59,7 @@ def test_follows_to_the_end_with_a_line_per_call(api, tmp_path, shown):
     assert result["rounds"] == container.looks == 40
     assert result["calls"] == len(shown) >= 2
     assert all(line.startswith("[node0] org/name: 0.0 GB on disk after ") for line in shown)
-    assert shown[-1].endswith("(done)")
+    assert shown[-1].endswith(", 40 polls (done)")
     assert result["msg"] == shown[-1][len("[node0] ") :]
     assert result["changed"] is False
 
