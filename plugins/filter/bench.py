@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Bench stage filters: parse_bench_serve, score_tool_calls, bench_input_problems, expand_sweep."""
+"""Bench stage filters: parse_bench_serve, score_tool_calls, bench_input_problems, expand_sweep,
+sweep_choice."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
     BenchReportError,
     check_bench_inputs,
+    choose_sweep_final,
     expand_sweep,
     parse_bench_serve,
     score_tool_calls,
@@ -53,6 +55,14 @@ def expand_sweep_filter(sweep, recipe, concurrencies=None):
         raise AnsibleFilterError(f"expand_sweep: {exc}") from exc
 
 
+def sweep_choice_filter(variants, best, keep, rank_by):
+    """expand_sweep's variants and the comparison's best -> {name, overrides} to leave on."""
+    try:
+        return choose_sweep_final(plain(variants), plain(best), plain(keep), plain(rank_by))
+    except BenchReportError as exc:
+        raise AnsibleFilterError(f"sweep_choice: {exc}") from exc
+
+
 class FilterModule:
     """gb10.serving bench filters."""
 
@@ -62,4 +72,5 @@ class FilterModule:
             "score_tool_calls": score_tool_calls_filter,
             "bench_input_problems": bench_input_problems,
             "expand_sweep": expand_sweep_filter,
+            "sweep_choice": sweep_choice_filter,
         }

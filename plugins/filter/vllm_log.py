@@ -1,10 +1,16 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filter gb10.serving.parse_vllm_log: a vLLM engine log -> a summary of what it reported."""
+"""vLLM log filters: parse_vllm_log (an engine log -> a summary of what it reported) and
+vllm_gates (that summary against the vllm role's gates)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
+from ansible_collections.gb10.serving.plugins.module_utils._vllm_gates import (
+    GateError,
+    check_gates,
+)
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import (
     parse_lines,
     parse_text,
@@ -31,8 +37,16 @@ def parse_vllm_log_filter(log):
     )
 
 
+def vllm_gates_filter(boot, gates):
+    """The head's boot facts against the gates -> {failures, stop, warnings}."""
+    try:
+        return check_gates(plain(boot), plain(gates))
+    except GateError as exc:
+        raise AnsibleFilterError(f"vllm_gates: {exc}") from exc
+
+
 class FilterModule:
     """gb10.serving vLLM log filters."""
 
     def filters(self):
-        return {"parse_vllm_log": parse_vllm_log_filter}
+        return {"parse_vllm_log": parse_vllm_log_filter, "vllm_gates": vllm_gates_filter}

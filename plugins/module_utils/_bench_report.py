@@ -1084,6 +1084,30 @@ def compare_variants(variants, generated_at=None) -> dict:
     }
 
 
+STARTING_RECIPE = "the starting recipe"
+
+
+def choose_sweep_final(variants, best, keep, rank_by) -> dict:
+    """The recipe a sweep leaves the cluster on: ``{'name', 'overrides'}``.
+
+    ``variants``: expand_sweep's result (each with ``name`` and ``overrides``); ``best``:
+    compare_variants' ``best``. With ``keep`` ``'best'``, the first variant ``best`` names
+    for the column ``rank_by`` (ties: the first one swept); with ``'start'``, or when no
+    variant has a value in that column, the starting recipe (no overrides).
+    """
+    if keep not in ("start", "best"):
+        raise BenchReportError(f"keep must be start or best, got {keep!r}")
+    if not isinstance(best, dict):
+        raise BenchReportError(f"best must be the comparison's mapping, got {type(best).__name__}")
+    winners = (best.get(rank_by) or []) if keep == "best" else []
+    if not winners:
+        return {"name": STARTING_RECIPE, "overrides": {}}
+    for variant in variants if isinstance(variants, list) else []:
+        if isinstance(variant, dict) and variant.get("name") == winners[0]:
+            return {"name": winners[0], "overrides": dict(variant.get("overrides") or {})}
+    raise BenchReportError(f"the best variant {winners[0]!r} is not one of the variants swept")
+
+
 def render_sweep_markdown(comparison) -> str:
     """sweep.md: one row per variant, the best value of each column in bold."""
     title = "# Sweep"

@@ -22,10 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+import yaml
 from conftest import (
     HERE,
     LAB_INVENTORY,
     MARKER,
+    ROOT,
     assert_stopped_before_any_change,
     engines_state,
     node_has_file,
@@ -33,6 +35,7 @@ from conftest import (
 )
 
 INVENTORIES = HERE / "inventories"
+PREFLIGHT_DEFAULTS = ROOT / "roles" / "preflight" / "defaults" / "main.yml"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Case:
     fragments: tuple[str, ...]
     extravars: dict = field(default_factory=dict)
     inventory: str | None = None  # a file under inventories/, layered over the lab's
+    silent: str | None = None  # a node that never answers: waited for its own timeout
 
 
 CASES = {
@@ -60,6 +64,7 @@ CASES = {
         "combination",
         ("node2 (ansible_host=gb10-lab-node-missing", "did not answer", "Nothing has been changed"),
         inventory="unreachable_worker.yml",
+        silent="node2",
     ),
     # fabric
     "fabric-two-subnets": Case(
@@ -116,6 +121,35 @@ def test_bad_input_stops_before_any_change(converged, tmp_path, case_id):
     run = run_guarded(tmp_path, extravars=case.extravars, inventories=inventories)
     assert_stopped_before_any_change(run, case.fragments)
     assert engines_state() == before
+    if case.silent:
+        assert_waited_for_its_timeout(run, case)
+
+
+def host_var(inventory: str, host: str, name: str):
+    """A host variable an inventories/ file gives (hosts under gb10_cluster's children)."""
+    groups = yaml.safe_load((INVENTORIES / inventory).read_text(encoding="utf-8"))
+    for group in groups["gb10_cluster"]["children"].values():
+        if host in (group.get("hosts") or {}):
+            return group["hosts"][host][name]
+    raise KeyError(f"{inventory} gives {host} no {name}")
+
+
+def assert_waited_for_its_timeout(run, case: Case) -> None:
+    """preflight_connect_timeout, set for the silent node, is how long it was waited for:
+    at least that, and less than the role's default (which the other nodes keep)."""
+    timeout = host_var(case.inventory, case.silent, "preflight_connect_timeout")
+    default = yaml.safe_load(PREFLIGHT_DEFAULTS.read_text(encoding="utf-8"))[
+        "preflight_connect_timeout"
+    ]
+    waited = [
+        event["event_data"]["res"]["elapsed"]
+        for event in run.events_data
+        if event.get("event") == "runner_on_ok"
+        and event["event_data"].get("task") == "Wait for a connection to the node"
+        and event["event_data"].get("host") == case.silent
+    ]
+    assert len(waited) == 1, waited
+    assert timeout <= waited[0] < default
 
 
 def test_the_representatives_cover_every_role_and_kind():

@@ -6,7 +6,9 @@ import json
 import subprocess
 
 import pytest
+import yaml
 from conftest import (
+    LAB_INVENTORY,
     REPORTS,
     ROOT,
     run_playbook,
@@ -15,6 +17,13 @@ from conftest import (
 BENCH = ROOT / "playbooks" / "bench.yml"
 SWEEP = ROOT / "playbooks" / "sweep.yml"
 ENGINES = ("gb10-lab-node0-vllm", "gb10-lab-node1-vllm")
+# The bench settings the report was measured with (the lab's; the roles' defaults differ).
+LAB_VARS = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
+# Tokens the chat template puts around each random prompt (vllm bench serve's openai-chat
+# backend counts the prompt as the engine saw it): a few, never this many.
+TEMPLATE_TOKENS = 32
+# roles/bench/tasks/measure.yml sends at least this many prompts per concurrency.
+MIN_PROMPTS = 8
 
 
 def engine_ids() -> list[str]:
@@ -61,7 +70,7 @@ def test_bench_json_holds_every_figure_and_the_fingerprint(bench_run):
     report = json.loads((dest / "bench.json").read_text())
     assert report["schema_version"] == 1
     assert report["lab"] is True
-    assert [run["concurrency"] for run in report["runs"]] == [1, 4, 8, 16]
+    assert [run["concurrency"] for run in report["runs"]] == [1, 4]  # the lab inventory's
     for run in report["runs"]:
         assert run["successful_requests"] >= 8
         assert run["failed_requests"] == 0
@@ -74,6 +83,31 @@ def test_bench_json_holds_every_figure_and_the_fingerprint(bench_run):
     assert dest.name.endswith("-" + labels[:12])
     assert report["deployment"]["node_count"] == 2
     assert len(report["deployment"]["model_revision"]) == 40
+
+
+def test_the_report_measured_the_inventory_s_lengths_and_prompt_counts(bench_run):
+    """bench_input_len, bench_output_len, bench_prompts_per_concurrency, bench_deep_input_len
+    and bench_deep_output_len, as the lab sets them, are what each run of the report shows
+    (vllm bench serve ignores EOS, so every request generates exactly its output length)."""
+    _run, dest = bench_run
+    report = json.loads((dest / "bench.json").read_text())
+    for run in report["runs"]:
+        prompts = max(LAB_VARS["bench_prompts_per_concurrency"] * run["concurrency"], MIN_PROMPTS)
+        assert run["successful_requests"] == prompts, run["concurrency"]
+        assert run["total_generated_tokens"] == prompts * LAB_VARS["bench_output_len"]
+        per_prompt = run["total_input_tokens"] / prompts
+        assert (
+            LAB_VARS["bench_input_len"]
+            <= per_prompt
+            < LAB_VARS["bench_input_len"] + TEMPLATE_TOKENS
+        ), run["concurrency"]
+    deep = report["deep"]
+    assert deep["output_tokens"] == LAB_VARS["bench_deep_output_len"]
+    assert (
+        LAB_VARS["bench_deep_input_len"]
+        <= deep["prompt_tokens"]
+        < LAB_VARS["bench_deep_input_len"] + TEMPLATE_TOKENS
+    )
 
 
 def test_bench_md_has_the_field_report_columns_and_reference(bench_run):

@@ -7,10 +7,12 @@ import subprocess
 
 import pytest
 import requests
+import yaml
 from conftest import (
     CLIENTS,
     ENGINES,
     KEY_FILE,
+    LAB_INVENTORY,
     MODEL,
     NODE_CONTAINERS,
     SITE,
@@ -26,6 +28,16 @@ from conftest import (
 
 HEAD_FABRIC_IP = "192.168.100.10"
 WORKER_FABRIC_IP = "192.168.100.11"
+# The lab's per-node variables (vllm_extra_env among them), by node.
+LAB_HOSTVARS = {
+    node: values
+    for group in yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text(encoding="utf-8"))[
+        "gb10_cluster"
+    ]["children"].values()
+    for node, values in group["hosts"].items()
+}
+# A Ray port other than the default 6379, for the check run that plans a Ray cluster.
+RAY_PORT = 6390
 
 
 def test_chat_completion_with_the_key_returns_text(converged):
@@ -113,6 +125,23 @@ def test_the_commands_carry_ranks_and_the_fabric_env(converged):
             labels["io.gb10-serving.deployment"]
             == head["Config"]["Labels"]["io.gb10-serving.deployment"]
         )
+    # vllm_extra_env, a host variable in the lab: each rank on its own core, over the rest.
+    for node, info in (("node0", head), ("node1", worker)):
+        env = dict(item.split("=", 1) for item in info["Config"]["Env"])
+        for name, value in LAB_HOSTVARS[node]["vllm_extra_env"].items():
+            assert env[name] == value, (node, name)
+
+
+def test_the_lab_engines_ask_for_no_gpu_rdma_device_or_memlock(converged):
+    """gb10_platform lab: no GPU request and no /dev/infiniband (a Spark gets both);
+    vllm_memlock_unlimited false in the lab: no memlock ulimit (the default raises it)."""
+    for node, name in ENGINES.items():
+        host = inspect(name)["HostConfig"]
+        assert not host.get("DeviceRequests"), node
+        devices = [device["PathOnHost"] for device in host.get("Devices") or []]
+        assert not [path for path in devices if path.startswith("/dev/infiniband")], node
+        ulimits = [limit["Name"] for limit in host.get("Ulimits") or []]
+        assert "memlock" not in ulimits, node
 
 
 def test_boot_log_facts(converged):
@@ -138,14 +167,19 @@ def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
 
 
 def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp_path):
-    """One check run with two changes: the Ray backend (not in the lab image, so check mode
-    is where its plan is proven; a real run needs a Spark) and an API user removed."""
+    """One check run with three changes: the Ray backend on another port (not in the lab
+    image, so check mode is where its plan is proven; a real run needs a Spark) and an API
+    user removed."""
     before = engines_state()
     run = run_playbook(
         SITE,
         tmp_path,
         check=True,
-        extravars={"vllm_distributed_backend": "ray", "vllm_api_users": [{"name": "alice"}]},
+        extravars={
+            "vllm_distributed_backend": "ray",
+            "vllm_ray_port": RAY_PORT,
+            "vllm_api_users": [{"name": "alice"}],
+        },
     )
     assert run.status == "successful", run.failure_messages
     plans = task_facts(run, "Work out this node's engine container")
@@ -153,7 +187,7 @@ def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp
     worker = plans["node1"]["__vllm_node"]["spec"]["command"]
     assert head[:2] == ["sh", "-c"]
     assert "ray start --head" in head[2]
-    assert head[3:5] == ["6379", "2"]
+    assert head[3:5] == [str(RAY_PORT), "2"]
     assert head[5:7] == ["vllm", "serve"]
     assert head[-2:] == ["--distributed-executor-backend", "ray"]
     assert "--nnodes" not in head
@@ -162,9 +196,24 @@ def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp
         "start",
         "--block",
         "--disable-usage-stats",
-        f"--address={HEAD_FABRIC_IP}:6379",
+        f"--address={HEAD_FABRIC_IP}:{RAY_PORT}",
         f"--node-ip-address={WORKER_FABRIC_IP}",
     ]
+    # The firewall's engine ports follow vllm_ray_port: only the peer may reach it.
+    rules = [
+        event["event_data"]["res"]["diff"][0]["after"]
+        for event in run.events_data
+        if event.get("event") == "runner_on_ok"
+        and event["event_data"].get("task") == "Write the rules"
+    ]
+    assert len(rules) == 2
+    for text in rules:
+        (engine_ports,) = [
+            line.split("{")[1].split("}")[0].replace(",", " ").split()
+            for line in text.splitlines()
+            if line.strip().startswith("tcp dport {") and line.endswith("reject with tcp reset")
+        ]
+        assert str(RAY_PORT) in engine_ports
     # Check mode says what a real run would do, and does nothing.
     said = "\n".join(run.debug_messages)
     assert "the deployment changed" in said

@@ -30,6 +30,7 @@ def test_filters_are_registered():
         "expand_sweep",
         "parse_bench_serve",
         "score_tool_calls",
+        "sweep_choice",
     ]
 
 

@@ -20,21 +20,41 @@ from ansible_collections.gb10.serving.plugins.filter.fabric import FilterModule 
 from ansible_collections.gb10.serving.plugins.filter.preflight import (
     FilterModule as PreflightFilters,
 )
+from ansible_collections.gb10.serving.plugins.filter.vllm_log import (
+    FilterModule as VllmLogFilters,
+)
 from ansible_collections.gb10.serving.plugins.filter.vllm_recipe import (
     FilterModule as RecipeFilters,
 )
-from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import load_raw
+from ansible_collections.gb10.serving.plugins.module_utils._bench_report import compare_variants
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
+    edit,
+    load_capture,
+    load_raw,
+)
 
 ROOT = Path(__file__).resolve().parents[4]
 LAB_HOSTS = ROOT / "inventory" / "lab" / "hosts.yml"
 LAB_GROUP_VARS = ROOT / "inventory" / "lab" / "group_vars" / "gb10_cluster.yml"
 TOOL_CALLS = "chat_completions_tool_calls_cpu_tiny_hermes_v0.32.json"
+VLLM_DEFAULTS = ROOT / "roles" / "vllm" / "defaults" / "main.yml"
+# The lab's own two-node head: no backend logged, no speculation, 4,194,304 KV tokens,
+# 16384.00x (tests/unit/plugins/module_utils/test_vllm_log.py reads it in full).
+LAB_HEAD_LOG = "vllm_cpu_tiny_tp2_2node_head_v0.32.log"
+# A TP=4 boot that logs its MLA attention backend (a '# SOURCE:' capture).
+MLA_LOG = "vllm_boot_tp4_kimi_eagle3_mla_backends_repofile.log"
+# The lab engine on one node: 2,097,152 KV tokens, 8192.00x.
+LAB_ONE_NODE_LOG = "vllm_cpu_tiny_llama_boot_v0.32.log"
+# vllm bench serve's saved results, single stream: 366.07 and 326.12 output tokens/s.
+BENCH_C1 = "vllm_bench_serve_c1_goodput_detailed_cpu_tiny_v0.32.json"
+BENCH_DEEP = "vllm_bench_serve_deep_cpu_tiny_v0.32.json"
 
 FILTERS = {
     **BenchFilters().filters(),
     **FabricFilters().filters(),
     **PreflightFilters().filters(),
     **RecipeFilters().filters(),
+    **VllmLogFilters().filters(),
 }
 
 
@@ -131,3 +151,170 @@ def test_bench_tool_prompts_name_the_calls_the_score_expects():
     cases = [(case["expected"], case["called"]) for case in result["cases"]]
     assert cases == [("read_file", "read_file"), ("run_tests", "read_file")]
     assert result["cases"][1]["reason"] == "called 'read_file', expected 'run_tests'"
+
+
+# --- bench: bench_sweep_rank_by -------------------------------------------------------------
+
+
+def swept(variant, boot_log, bench_json) -> dict:
+    """A variant as the sweep records it: its boot facts and its single-stream run."""
+    run = {
+        **FILTERS["parse_bench_serve"](json.loads(load_raw("bench", bench_json))),
+        "concurrency": 1,
+    }
+    boot = FILTERS["parse_vllm_log"](load_raw("vllm", boot_log))
+    return {**variant, "boot": boot, "report": {"runs": [run]}}
+
+
+@pytest.mark.parametrize(
+    ("bench_sweep_rank_by", "winner"),
+    [("kv_cache_tokens", 1), ("max_concurrency", 1), ("single_stream", 0)],
+)
+def test_bench_sweep_rank_by_picks_the_variant_the_cluster_is_left_on(bench_sweep_rank_by, winner):
+    lab = yaml.safe_load(LAB_GROUP_VARS.read_text(encoding="utf-8"))
+    recipe = FILTERS["merge_recipe"](lab["vllm_recipe"], {})
+    # roles/bench/tasks/sweep.yml: bench_sweep_variants | expand_sweep(vllm_service.recipe,
+    # bench_concurrency), each deployed and measured, then compared (the bench_report
+    # action's compare_variants): the first variant is faster single-stream (366.07 tok/s
+    # against 326.12), the second holds more KV tokens at a higher concurrency.
+    variants = FILTERS["expand_sweep"]({"max_num_seqs": [8, 16]}, recipe, [1])
+    measured = [
+        swept(variants[0], LAB_ONE_NODE_LOG, BENCH_C1),
+        swept(variants[1], LAB_HEAD_LOG, BENCH_DEEP),
+    ]
+    best = compare_variants(measured)["best"]
+    # ... | sweep_choice(__bench_sweep_report.best, bench_sweep_keep, bench_sweep_rank_by)
+    chosen = FILTERS["sweep_choice"](variants, best, "best", bench_sweep_rank_by)
+    assert chosen == {"name": variants[winner]["name"], "overrides": variants[winner]["overrides"]}
+    assert chosen["overrides"] == {"max_num_seqs": [8, 16][winner]}
+    # bench_sweep_keep: start (the default) goes back to the inventory's recipe, whatever
+    # the column.
+    start = FILTERS["sweep_choice"](variants, best, "start", bench_sweep_rank_by)
+    assert start == {"name": "the starting recipe", "overrides": {}}
+
+
+# --- vllm: the gates on the head's boot log -------------------------------------------------
+#
+# roles/vllm/tasks/facts.yml reads each node's log into vllm_boot (gb10.serving.vllm_boot_info,
+# the parser parse_vllm_log uses too); roles/vllm/tasks/gates.yml then hands the head's to
+# gb10.serving.vllm_gates with the gate variables, and stops on `stop` or warns `warnings`.
+
+
+def lab_head_boot(*edits) -> dict:
+    """The boot facts of the lab head's captured log, after the given (old, new) edits."""
+    text = load_raw("vllm", LAB_HEAD_LOG)
+    for old, new in edits:
+        text = edit(text, old, new)
+    return FILTERS["parse_vllm_log"](text)
+
+
+def gates(**changes) -> dict:
+    """The mapping gates.yml builds, at the lab inventory's values with ``changes`` over them."""
+    lab = yaml.safe_load(LAB_GROUP_VARS.read_text(encoding="utf-8"))
+    defaults = yaml.safe_load(VLLM_DEFAULTS.read_text(encoding="utf-8"))
+    values = {
+        name: lab.get(name, defaults[name])
+        for name in (
+            "vllm_expected_attention_backend",
+            "vllm_expected_moe_backend",
+            "vllm_expected_speculative_method",
+            "vllm_min_kv_cache_tokens",
+            "vllm_min_max_concurrency",
+            "vllm_gates_fatal",
+        )
+    }
+    values["max_model_len"] = lab["vllm_recipe"]["defaults"]["max_model_len"]
+    return {**values, **changes}
+
+
+def test_the_lab_head_passes_the_lab_gates():
+    # The baseline every case below changes one option of (so each miss is that option's).
+    assert FILTERS["vllm_gates"](lab_head_boot(), gates()) == {
+        "failures": [],
+        "stop": [],
+        "warnings": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "edits", "missed"),
+    [
+        pytest.param(
+            "vllm_expected_attention_backend",
+            "TORCH_SDPA",
+            (),
+            "attention backend is not in the log, expected TORCH_SDPA"
+            " (vllm_expected_attention_backend)",
+            id="attention-backend",
+        ),
+        pytest.param(
+            "vllm_expected_moe_backend",
+            "b12x",
+            (),
+            "MoE backend is not in the log, expected b12x (vllm_expected_moe_backend)",
+            id="moe-backend",
+        ),
+        pytest.param(
+            "vllm_expected_speculative_method",
+            "mtp",
+            (
+                (
+                    "speculative_config=None",
+                    "speculative_config=SpeculativeConfig(method='dspark',"
+                    " model='deepseek-ai/DeepSeek-V4-Flash-DSpark', num_spec_tokens=3)",
+                ),
+            ),
+            "speculative method is dspark, expected mtp (vllm_expected_speculative_method)",
+            id="derived-speculative-method",
+        ),
+        pytest.param(
+            "vllm_min_kv_cache_tokens",
+            5000000,
+            (),
+            "KV cache holds 4194304 tokens, below 5000000 (vllm_min_kv_cache_tokens; 0 means"
+            " max_model_len)",
+            id="min-kv-cache-tokens",
+        ),
+        pytest.param(
+            "vllm_min_max_concurrency",
+            20000.0,
+            (),
+            "maximum concurrency is 16384.0x, below 20000.0x (vllm_min_max_concurrency)",
+            id="min-max-concurrency",
+        ),
+    ],
+)
+def test_each_gate_option_is_what_the_boot_is_held_to(option, value, edits, missed):
+    result = FILTERS["vllm_gates"](lab_head_boot(*edits), gates(**{option: value}))
+    assert result["failures"] == [missed]
+    # vllm_gates_fatal is not set by the lab: the default (true) stops the play.
+    assert result["stop"] == [missed]
+    assert result["warnings"] == []
+
+
+def test_an_expected_backend_the_boot_logs_passes():
+    # The lab's "" is not checked; a value is compared with what the boot logged.
+    mla = FILTERS["parse_vllm_log"](load_capture("vllm", MLA_LOG))
+    assert mla["attention_backend"] == "FLASHINFER_MLA"
+    checks = gates(vllm_min_kv_cache_tokens=0, vllm_min_max_concurrency=0.0, max_model_len=0)
+    passed = FILTERS["vllm_gates"](
+        mla, {**checks, "vllm_expected_attention_backend": "FLASHINFER_MLA"}
+    )
+    assert passed["failures"] == []
+    missed = FILTERS["vllm_gates"](
+        mla, {**checks, "vllm_expected_attention_backend": "FLASHINFER_MLA_SPARSE_DSV4"}
+    )
+    assert missed["failures"] == [
+        "attention backend is FLASHINFER_MLA, expected FLASHINFER_MLA_SPARSE_DSV4"
+        " (vllm_expected_attention_backend)"
+    ]
+
+
+def test_vllm_gates_fatal_false_warns_instead_of_stopping():
+    boot = lab_head_boot()
+    held = gates(vllm_min_max_concurrency=20000.0)
+    missed = "maximum concurrency is 16384.0x, below 20000.0x (vllm_min_max_concurrency)"
+    assert FILTERS["vllm_gates"](boot, held)["stop"] == [missed]
+    result = FILTERS["vllm_gates"](boot, {**held, "vllm_gates_fatal": False})
+    assert result["stop"] == []
+    assert result["warnings"] == ["Boot log gate: " + missed]

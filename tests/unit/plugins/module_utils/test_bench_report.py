@@ -12,6 +12,7 @@ comment; one made from vLLM's format strings is labelled ``constructed-...``.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -20,9 +21,11 @@ from ansible_collections.gb10.serving.plugins.module_utils._bench_report import 
     FIELD_REPORT_REFERENCE,
     LAB_NOTE,
     RESULT_KEYS,
+    STARTING_RECIPE,
     BenchReportError,
     build_report,
     check_bench_inputs,
+    choose_sweep_final,
     compare_variants,
     expand_sweep,
     json_fields,
@@ -1024,6 +1027,43 @@ def test_compare_variants_names_the_best_per_column():
         "deep_single": ["one-node"],
         "tool_calls": ["one-node", "two-nodes"],  # a tie: 0/3 each
     }
+
+
+@pytest.mark.parametrize(
+    ("keep", "rank_by", "name"),
+    [
+        pytest.param("best", "kv_cache_tokens", "two-nodes", id="best-kv"),
+        pytest.param("best", "deep_single", "one-node", id="best-deep"),
+        pytest.param("best", "tool_calls", "one-node", id="best-tie-first-swept"),
+        pytest.param("best", "conc_16", STARTING_RECIPE, id="best-column-not-measured"),
+        pytest.param("start", "kv_cache_tokens", STARTING_RECIPE, id="start"),
+    ],
+)
+def test_the_sweep_leaves_the_cluster_on_the_chosen_variant(keep, rank_by, name):
+    variants = sweep_variants()
+    best = compare_variants(variants, generated_at=STAMP)["best"]
+    chosen = choose_sweep_final(variants, best, keep, rank_by)
+    overrides = {v["name"]: v["overrides"] for v in variants}.get(name, {})
+    assert chosen == {"name": name, "overrides": overrides}
+
+
+@pytest.mark.parametrize(
+    ("variants", "best", "keep", "message"),
+    [
+        pytest.param([], {}, "worst", "keep must be start or best, got 'worst'", id="keep"),
+        pytest.param([], [], "best", "best must be the comparison's mapping", id="best"),
+        pytest.param(
+            [{"name": "a", "overrides": {}}],
+            {"single_stream": ["b"]},
+            "best",
+            "the best variant 'b' is not one of the variants swept",
+            id="unknown-winner",
+        ),
+    ],
+)
+def test_the_sweep_choice_bad_input(variants, best, keep, message):
+    with pytest.raises(BenchReportError, match=re.escape(message)):
+        choose_sweep_final(variants, best, keep, "single_stream")
 
 
 def test_sweep_markdown_marks_the_best():

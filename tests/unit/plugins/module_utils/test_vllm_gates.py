@@ -1,0 +1,296 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""module_utils._vllm_gates: the vllm role's gates over the head's boot facts.
+
+The boot facts are what ``_vllm_log`` reads from real captured logs (fixtures/vllm, see
+test_vllm_log.py): the lab's own two-node head (``vllm_cpu_tiny_tp2_2node_head_v0.32.log``,
+no backend logged, no speculation, 4,194,304 KV tokens, 16384.00x at 256 tokens), a TP=4
+MLA boot (``FLASHINFER_MLA``, no MoE backend, no KV line) and vLLM 0.11's separate KV lines
+(425,424 tokens, 6.49x at 65,536). No capture here shows a GB10 boot with the DeepSeek V4
+backends; the cases that need one edit a capture as test_vllm_log.py does (``derived-...``,
+one change each, made with ``captures.edit``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from ansible_collections.gb10.serving.plugins.module_utils._vllm_gates import (
+    GATE_VARIABLES,
+    WARNING_PREFIX,
+    GateError,
+    check_gates,
+    gate_failures,
+)
+from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import parse_text
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
+    edit,
+    load_capture,
+    load_raw,
+)
+
+ROOT = Path(__file__).resolve().parents[4]
+HEAD = "vllm_cpu_tiny_tp2_2node_head_v0.32.log"  # lab, TP=2 head (rank 0)
+KIMI_TP4 = "vllm_boot_tp4_kimi_eagle3_mla_backends_repofile.log"  # MLA backends
+GLMV_0_11 = "vllm_boot_v011_single_glmv_issue204.log"  # separate KV lines
+SOURCED = {KIMI_TP4, GLMV_0_11}
+
+
+def boot(name, *edits):
+    """The boot facts of a capture, after the given (old, new) edits."""
+    text = load_capture("vllm", name) if name in SOURCED else load_raw("vllm", name)
+    for old, new in edits:
+        text = edit(text, old, new)
+    return parse_text(text)
+
+
+# A capture's lines made into the DeepSeek V4 recipe's (the forms test_vllm_log.py reads).
+B12X = (
+    "Using MoEPrepareAndFinalizeNoDPEPMonolithic",
+    "Using b12x Fp8 MoE backend out of potential backends: ['b12x', 'TRITON'].",
+)
+DSV4_ATTENTION = (
+    "Using FLASHINFER_MLA attention backend out of potential backends: ['FLASHINFER_MLA',"
+    " 'TOKENSPEED_MLA', 'TRITON_MLA'].",
+    "Using AttentionBackendEnum.FLASHINFER_MLA_SPARSE_DSV4 backend.",
+)
+DSPARK = (
+    "speculative_config=None",
+    "speculative_config=SpeculativeConfig(method='dspark',"
+    " model='deepseek-ai/DeepSeek-V4-Flash-DSpark', num_spec_tokens=3)",
+)
+# Nothing checked: no backend or method, a minimum pool of 0 with no max_model_len, 0x.
+NONE = dict(
+    vllm_expected_attention_backend="",
+    vllm_expected_moe_backend="",
+    vllm_expected_speculative_method="",
+    vllm_min_kv_cache_tokens=0,
+    vllm_min_max_concurrency=0.0,
+    max_model_len=0,
+)
+
+CASES = [
+    pytest.param(HEAD, (), {}, [], id="lab-head-nothing-checked"),
+    pytest.param(
+        HEAD,
+        (),
+        dict(
+            vllm_min_kv_cache_tokens=100000,
+            vllm_min_max_concurrency=10.0,
+            max_model_len=512,
+        ),
+        [],
+        id="lab-head-the-lab-gates",
+    ),
+    pytest.param(
+        HEAD,
+        (),
+        dict(
+            vllm_expected_attention_backend="FLASHINFER_MLA_SPARSE_DSV4",
+            vllm_expected_moe_backend="b12x",
+            vllm_expected_speculative_method="dspark",
+            max_model_len=393216,
+            vllm_min_max_concurrency=1.0,
+        ),
+        [
+            "attention backend is not in the log, expected FLASHINFER_MLA_SPARSE_DSV4"
+            " (vllm_expected_attention_backend)",
+            "MoE backend is not in the log, expected b12x (vllm_expected_moe_backend)",
+            "speculative method is not in the log, expected dspark"
+            " (vllm_expected_speculative_method)",
+        ],
+        id="lab-head-the-spark-defaults",
+    ),
+    pytest.param(
+        KIMI_TP4,
+        (),
+        dict(vllm_expected_attention_backend="FLASHINFER_MLA"),
+        [],
+        id="mla-attention-as-expected",
+    ),
+    pytest.param(
+        KIMI_TP4,
+        (),
+        dict(vllm_expected_attention_backend="FLASHINFER_MLA_SPARSE_DSV4"),
+        [
+            "attention backend is FLASHINFER_MLA, expected FLASHINFER_MLA_SPARSE_DSV4"
+            " (vllm_expected_attention_backend)"
+        ],
+        id="mla-attention-not-the-expected-one",
+    ),
+    pytest.param(
+        KIMI_TP4,
+        (DSV4_ATTENTION,),
+        dict(vllm_expected_attention_backend="FLASHINFER_MLA_SPARSE_DSV4"),
+        [],
+        id="derived-dsv4-attention-as-expected",
+    ),
+    pytest.param(
+        KIMI_TP4,
+        (B12X,),
+        dict(vllm_expected_moe_backend="b12x"),
+        [],
+        id="derived-b12x-as-expected",
+    ),
+    pytest.param(
+        KIMI_TP4,
+        (B12X,),
+        dict(vllm_expected_moe_backend="TRITON"),
+        ["MoE backend is b12x, expected TRITON (vllm_expected_moe_backend)"],
+        id="derived-b12x-not-the-expected-one",
+    ),
+    pytest.param(
+        HEAD,
+        (DSPARK,),
+        dict(vllm_expected_speculative_method="dspark"),
+        [],
+        id="derived-dspark-as-expected",
+    ),
+    pytest.param(
+        HEAD,
+        (DSPARK,),
+        dict(vllm_expected_speculative_method="mtp"),
+        ["speculative method is dspark, expected mtp (vllm_expected_speculative_method)"],
+        id="derived-dspark-not-the-expected-one",
+    ),
+    pytest.param(
+        GLMV_0_11,
+        (),
+        dict(vllm_min_kv_cache_tokens=425424, vllm_min_max_concurrency=6.49),
+        [],
+        id="glmv-at-both-minimums",
+    ),
+    pytest.param(
+        GLMV_0_11,
+        (),
+        dict(vllm_min_kv_cache_tokens=425425),
+        [
+            "KV cache holds 425424 tokens, below 425425 (vllm_min_kv_cache_tokens; 0 means"
+            " max_model_len)"
+        ],
+        id="glmv-pool-one-token-short",
+    ),
+    pytest.param(
+        GLMV_0_11,
+        (),
+        dict(max_model_len=500000),
+        [
+            "KV cache holds 425424 tokens, below 500000 (vllm_min_kv_cache_tokens; 0 means"
+            " max_model_len)"
+        ],
+        id="glmv-pool-0-means-max-model-len",
+    ),
+    pytest.param(
+        GLMV_0_11,
+        (),
+        dict(vllm_min_kv_cache_tokens=400000, max_model_len=500000),
+        [],
+        id="glmv-pool-given-wins-over-max-model-len",
+    ),
+    pytest.param(
+        GLMV_0_11,
+        (),
+        dict(vllm_min_max_concurrency=10.0),
+        ["maximum concurrency is 6.49x, below 10.0x (vllm_min_max_concurrency)"],
+        id="glmv-concurrency-below",
+    ),
+    # No KV line at all: both numbers are missing (the Jinja this replaces said "not in the
+    # logx" here).
+    pytest.param(
+        KIMI_TP4,
+        (),
+        dict(vllm_min_kv_cache_tokens=1, vllm_min_max_concurrency=1),
+        [
+            "KV cache holds no logged number of tokens, below 1 (vllm_min_kv_cache_tokens;"
+            " 0 means max_model_len)",
+            "maximum concurrency is not in the log, below 1x (vllm_min_max_concurrency)",
+        ],
+        id="mla-no-kv-lines",
+    ),
+]
+
+
+@pytest.mark.parametrize(("capture", "edits", "gates", "failures"), CASES)
+def test_gate_failures(capture, edits, gates, failures):
+    assert gate_failures(boot(capture, *edits), **{**NONE, **gates}) == failures
+
+
+def test_numbers_are_read_as_the_int_and_float_filters_read_them():
+    head = boot(HEAD)
+    assert gate_failures(head, **{**NONE, "vllm_min_kv_cache_tokens": "5000000"}) == [
+        "KV cache holds 4194304 tokens, below 5000000 (vllm_min_kv_cache_tokens; 0 means"
+        " max_model_len)"
+    ]
+    # Text that is no number is 0, so max_model_len decides (as `| int or ...` did).
+    assert gate_failures(
+        head, **{**NONE, "vllm_min_kv_cache_tokens": "lots", "max_model_len": 5000000}
+    ) == [
+        "KV cache holds 4194304 tokens, below 5000000 (vllm_min_kv_cache_tokens; 0 means"
+        " max_model_len)"
+    ]
+    assert gate_failures(head, **{**NONE, "vllm_min_max_concurrency": "20000"}) == [
+        "maximum concurrency is 16384.0x, below 20000x (vllm_min_max_concurrency)"
+    ]
+
+
+@pytest.mark.parametrize("fatal", [True, False], ids=["fatal", "warn-only"])
+def test_fatal_decides_between_stopping_and_warning(fatal):
+    gates = {**NONE, "vllm_min_max_concurrency": 10.0, "vllm_gates_fatal": fatal}
+    result = check_gates(boot(GLMV_0_11), gates)
+    missed = ["maximum concurrency is 6.49x, below 10.0x (vllm_min_max_concurrency)"]
+    assert result["failures"] == missed
+    assert result["stop"] == (missed if fatal else [])
+    assert result["warnings"] == ([] if fatal else [WARNING_PREFIX + missed[0]])
+
+
+@pytest.mark.parametrize("fatal", [True, False], ids=["fatal", "warn-only"])
+def test_a_boot_that_passes_neither_stops_nor_warns(fatal):
+    result = check_gates(boot(HEAD), {**NONE, "vllm_gates_fatal": fatal})
+    assert result == {"failures": [], "stop": [], "warnings": []}
+
+
+@pytest.mark.parametrize(
+    ("boot_facts", "gates", "message"),
+    [
+        pytest.param(
+            [], {**NONE, "vllm_gates_fatal": True}, "must be a mapping (vllm_boot), got list"
+        ),
+        pytest.param(
+            {"speculative": "dspark"},
+            {**NONE, "vllm_gates_fatal": True},
+            "speculative must be a mapping or null, got str",
+        ),
+        pytest.param({}, "gates", "the gates must be a mapping of"),
+        pytest.param({}, NONE, "they hold max_model_len, vllm_expected_attention_backend"),
+        pytest.param(
+            {},
+            {**NONE, "vllm_gates_fatal": True, "vllm_gate": 1},
+            "the gates must hold exactly",
+        ),
+        pytest.param(
+            {},
+            {**NONE, "vllm_gates_fatal": "no"},
+            "vllm_gates_fatal must be true or false, got 'no'",
+        ),
+    ],
+)
+def test_bad_input_is_named(boot_facts, gates, message):
+    with pytest.raises(GateError) as caught:
+        check_gates(boot_facts, gates)
+    assert message in str(caught.value)
+
+
+def test_the_role_hands_over_every_gate_variable():
+    """roles/vllm/tasks/gates.yml builds the gates mapping by hand: it must name exactly
+    GATE_VARIABLES (the filter refuses anything else), each a vllm option but max_model_len."""
+    task = yaml.safe_load((ROOT / "roles/vllm/tasks/gates.yml").read_text(encoding="utf-8"))[0]
+    template = task["ansible.builtin.set_fact"]["__vllm_gates"]
+    assert "gb10.serving.vllm_gates(" in template
+    assert sorted(re.findall(r"'(\w+)':", template)) == sorted(GATE_VARIABLES)
+    specs = yaml.safe_load(
+        (ROOT / "roles/vllm/meta/argument_specs.yml").read_text(encoding="utf-8")
+    )["argument_specs"]["main"]["options"]
+    assert set(GATE_VARIABLES) - set(specs) == {"max_model_len"}
