@@ -39,5 +39,9 @@ def test_the_live_table_allows_the_api_to_the_lab_host_and_the_cable_to_the_peer
     assert sets == {"api_v4": ["10.219.0.1"], "api_v6": []}
     listing = host.check_output("nft list chain inet gb10_serving input")
     assert f'iifname "enp1s0f1np1" ip saddr {PEERS[name]} accept' in listing
-    # The production-shaped inventory moves the API to 8100.
+    # The production-shaped inventory moves the API to 8100 and the master port to 29600,
+    # which is refused anywhere but the fabric link.
     assert "tcp dport 8100 reject with tcp reset" in listing
+    engine_rejects = [line for line in listing.splitlines() if "dport {" in line]
+    assert any("29600" in line and "reject" in line for line in engine_rejects), listing
+    assert "29500" not in listing
