@@ -23,3 +23,24 @@ def plain(value):
         if isinstance(value, exact):
             return exact(value)
     return value
+
+
+def jinja_int(value) -> int:
+    """Jinja's ``int`` filter: the whole number in ``value``, 0 when there is none."""
+    try:
+        if isinstance(value, str):
+            return int(value, 10)
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def jinja_float(value) -> float:
+    """Jinja's ``float`` filter: the number in ``value``, 0.0 when there is none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0

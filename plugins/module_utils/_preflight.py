@@ -10,9 +10,10 @@ adds "Nothing has been changed." where it said so before. The fabric's and the
 firewall's checks live beside their plans (``_fabric_plan``, ``_firewall``), the recipe's
 and the API users' in ``_vllm_recipe`` and ``_api_access``.
 
-The checks were Jinja conditions first, and keep their meaning: ``_to_int`` is Jinja's
-``int`` filter (text that is no number counts as 0), ``_unique`` Ansible's ``unique``
-(case-insensitive, first spelling kept), ``_text`` what ``{{ value }}`` prints.
+The checks were Jinja conditions first, and keep their meaning: ``jinja_int`` (in
+``_plain``) is Jinja's ``int`` filter (text that is no number counts as 0), ``_unique``
+Ansible's ``unique`` (case-insensitive, first spelling kept), ``_text`` what ``{{ value }}``
+prints.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import List
+
+from ansible_collections.gb10.serving.plugins.module_utils._plain import jinja_int
 
 # The highest UID or GID a container may run as ((uid_t)-1 means "none").
 ID_MAX = 4294967294
@@ -40,19 +43,6 @@ _SPACE = re.compile(r"\s")
 _FLAG_VALUE = re.compile(r"=.*$")
 # How far past its length truncate() lets a value run before it cuts (Jinja's leeway).
 _TRUNCATE_LEEWAY = 5
-
-
-def _to_int(value) -> int:
-    """Jinja's ``int`` filter: the whole number in ``value``, 0 when there is none."""
-    try:
-        if isinstance(value, str):
-            return int(value, 10)
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _text(value) -> str:
@@ -138,7 +128,7 @@ def inventory_platform_problems(platforms) -> List[str]:
 
 def node_ids_problems(node_container_uid, node_container_gid) -> List[str]:
     """The container's UID and GID must be IDs, 0 to ID_MAX."""
-    if all(0 <= _to_int(value) <= ID_MAX for value in (node_container_uid, node_container_gid)):
+    if all(0 <= jinja_int(value) <= ID_MAX for value in (node_container_uid, node_container_gid)):
         return []
     return [
         f"node_container_uid ({_text(node_container_uid)}) and node_container_gid "
@@ -255,8 +245,8 @@ def engine_fit_problems(recipe, nodes) -> List[str]:
     defaults = recipe.get("defaults")
     tensor_parallel = defaults.get("tensor_parallel", "") if isinstance(defaults, Mapping) else ""
     tensor_parallel = str(tensor_parallel)
-    if _to_int(min_nodes) <= len(nodes) and (
-        tensor_parallel == "" or _to_int(tensor_parallel) == len(nodes)
+    if jinja_int(min_nodes) <= len(nodes) and (
+        tensor_parallel == "" or jinja_int(tensor_parallel) == len(nodes)
     ):
         return []
     return [
@@ -283,7 +273,7 @@ def engine_listen_problems(
     vllm_bind_address, vllm_port, vllm_master_port, vllm_ray_port
 ) -> List[str]:
     """An IP address to bind, three ports in range, the API's not the master's."""
-    ports = [_to_int(port) for port in (vllm_port, vllm_master_port, vllm_ray_port)]
+    ports = [jinja_int(port) for port in (vllm_port, vllm_master_port, vllm_ray_port)]
     if (
         (_matches(_IPV4_SHAPE, vllm_bind_address) or ":" in str(vllm_bind_address))
         and all(PORT_MIN <= port <= PORT_MAX for port in ports)
@@ -336,7 +326,7 @@ def engine_clients_problems(
 
 def engine_wait_problems(vllm_ready_timeout, vllm_ready_poll) -> List[str]:
     """Both waiting times positive, the poll no longer than the timeout."""
-    timeout, poll = _to_int(vllm_ready_timeout), _to_int(vllm_ready_poll)
+    timeout, poll = jinja_int(vllm_ready_timeout), jinja_int(vllm_ready_poll)
     if timeout > 0 and 0 < poll <= timeout:
         return []
     return [

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import List
 
+from ansible_collections.gb10.serving.plugins.module_utils._plain import jinja_float, jinja_int
+
 # The gate variables, in the order the messages come (the recipe's max_model_len stands in
 # for a minimum KV pool of 0).
 GATE_VARIABLES = (
@@ -36,27 +38,6 @@ WARNING_PREFIX = "Boot log gate: "
 
 class GateError(ValueError):
     """The boot facts or the gate values are not what the gates can read."""
-
-
-def _to_int(value) -> int:
-    """Jinja's ``int`` filter: the whole number in ``value``, 0 when there is none."""
-    try:
-        if isinstance(value, str):
-            return int(value, 10)
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
-def _to_float(value) -> float:
-    """Jinja's ``float`` filter: the number in ``value``, 0.0 when there is none."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def _text(value) -> str:
@@ -111,7 +92,7 @@ def gate_failures(
         "speculative method",
         "vllm_expected_speculative_method",
     )
-    min_kv = _to_int(vllm_min_kv_cache_tokens) or _to_int(max_model_len)
+    min_kv = jinja_int(vllm_min_kv_cache_tokens) or jinja_int(max_model_len)
     kv_tokens = boot.get("kv_cache_tokens")
     if not (kv_tokens or 0) >= min_kv:
         failures.append(
@@ -119,7 +100,7 @@ def gate_failures(
             " (vllm_min_kv_cache_tokens; 0 means max_model_len)"
         )
     concurrency = boot.get("max_concurrency")
-    if not (concurrency or 0) >= _to_float(vllm_min_max_concurrency):
+    if not (concurrency or 0) >= jinja_float(vllm_min_max_concurrency):
         seen = f"{_text(concurrency)}x" if concurrency else "not in the log"
         failures.append(
             f"maximum concurrency is {seen}, below {_text(vllm_min_max_concurrency)}x"

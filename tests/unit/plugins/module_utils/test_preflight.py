@@ -10,9 +10,9 @@ an accident. The bad-input matrix over the lab is in test_bad_input_matrix.py.
 from __future__ import annotations
 
 import pytest
+from ansible_collections.gb10.serving.plugins.module_utils._plain import jinja_int
 from ansible_collections.gb10.serving.plugins.module_utils._preflight import (
     CHECKS,
-    _to_int,
     _truncate,
     _unique,
 )
@@ -344,7 +344,7 @@ def test_every_check_is_tested_good_and_bad():
     ],
 )
 def test_numbers_read_as_jinja_int_reads_them(value, expected):
-    assert _to_int(value) == expected
+    assert jinja_int(value) == expected
 
 
 def test_unique_as_ansible_unique():
