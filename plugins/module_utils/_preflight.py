@@ -224,8 +224,12 @@ def engine_role_flags_problems(argv, role_flags, api_users) -> List[str]:
     ``api_users``, the role passes the keys file through ``--config`` too.
     """
     flags = list(role_flags) + (["--config"] if api_users else [])
+    # vLLM's parser takes --api_key for --api-key: compare the names with dashes, name the
+    # flag as the recipe spells it.
     clashes = _unique(
-        flag for flag in (_FLAG_VALUE.sub("", str(arg)) for arg in argv) if flag in flags
+        flag
+        for flag in (_FLAG_VALUE.sub("", str(arg)) for arg in argv)
+        if (flag.replace("_", "-") if flag.startswith("--") else flag) in flags
     )
     if not clashes:
         return []
@@ -324,6 +328,30 @@ def engine_clients_problems(
     ]
 
 
+# Environment the engine must not get from the recipe or vllm_extra_env, with the variable
+# that gives it instead: a recipe's VLLM_API_KEY would override the root-only env file (an
+# empty one switches authentication off) and show in `docker inspect`; a token there would
+# reach the engine, which needs none.
+RESERVED_ENV = {
+    "VLLM_API_KEY": "vllm_api_key (or vllm_api_users for each person's key)",
+    "HF_TOKEN": "node_hf_token (the download gets it, the engine does not)",
+    "HUGGING_FACE_HUB_TOKEN": "node_hf_token (the download gets it, the engine does not)",
+}
+
+
+def engine_reserved_env_problems(recipe_env, vllm_extra_env) -> List[str]:
+    """No key or token in the engine's plain environment."""
+    problems = []
+    for variable, env in (("vllm_recipe.env", recipe_env), ("vllm_extra_env", vllm_extra_env)):
+        for name in sorted(set(env or {}) & set(RESERVED_ENV)):
+            problems.append(
+                f"{variable} sets {name}, which would bypass the collection's handling of "
+                f"secrets (it shows in `docker inspect`; an empty {name} can switch the "
+                f"check off): remove it and set {RESERVED_ENV[name]}."
+            )
+    return problems
+
+
 def engine_wait_problems(vllm_ready_timeout, vllm_ready_poll) -> List[str]:
     """Both waiting times positive, the poll no longer than the timeout."""
     timeout, poll = jinja_int(vllm_ready_timeout), jinja_int(vllm_ready_poll)
@@ -367,6 +395,7 @@ CHECKS = {
     "engine_listen": engine_listen_problems,
     "engine_api_key": engine_api_key_problems,
     "engine_clients": engine_clients_problems,
+    "engine_reserved_env": engine_reserved_env_problems,
     "engine_wait": engine_wait_problems,
     "sweep_variants": sweep_variants_problems,
 }

@@ -75,6 +75,8 @@ GOOD = [
         "engine_clients",
         {**CLIENTS, "vllm_api_host": "head.example.org", "vllm_engine_keys_file": "/k.yml"},
     ),
+    ("engine_reserved_env", {"recipe_env": {"OMP_NUM_THREADS": "1"}, "vllm_extra_env": {}}),
+    ("engine_reserved_env", {"recipe_env": None, "vllm_extra_env": {"VLLM_HOST_IP": "x"}}),
     ("engine_wait", {"vllm_ready_timeout": 1800, "vllm_ready_poll": 15}),
     ("engine_wait", {"vllm_ready_timeout": 10, "vllm_ready_poll": 10}),
     ("node_download_wait", DOWNLOAD_WAIT),
@@ -181,6 +183,12 @@ BAD = {
         "address, revision; the API keys from vllm_api_key and vllm_api_users). Remove it from "
         "the command.",
     ),
+    "role-flags-spelled-with-underscores": (
+        "engine_role_flags",
+        {"argv": ["vllm", "--api_key", "k", "--master_port=1", "--max_model_len", "9"]}
+        | {"role_flags": [*FLAGS, "--master-port"], "api_users": []},
+        "vllm_recipe.command carries --api_key, --master_port, which the role sets per node",
+    ),
     "role-flags-and-config-with-users": (
         "engine_role_flags",
         {
@@ -272,6 +280,18 @@ BAD = {
         "engine_clients",
         {**CLIENTS, "vllm_engine_keys_file": "keys.yaml"},
         "(got keys.yaml).",
+    ),
+    "api-key-in-the-recipe-env": (
+        "engine_reserved_env",
+        {"recipe_env": {"VLLM_API_KEY": ""}, "vllm_extra_env": {}},
+        "vllm_recipe.env sets VLLM_API_KEY, which would bypass the collection's handling of "
+        "secrets (it shows in `docker inspect`; an empty VLLM_API_KEY can switch the check "
+        "off): remove it and set vllm_api_key (or vllm_api_users for each person's key).",
+    ),
+    "token-in-the-extra-env": (
+        "engine_reserved_env",
+        {"recipe_env": {}, "vllm_extra_env": {"HF_TOKEN": "hf_x"}},
+        "vllm_extra_env sets HF_TOKEN, which would bypass",
     ),
     "poll-above-timeout": (
         "engine_wait",
