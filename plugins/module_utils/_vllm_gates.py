@@ -5,8 +5,8 @@
 Pure Python, no Ansible imports. ``check_gates`` takes what the boot log parser
 (``_vllm_log``) reported and the role's gate variables, and says which gates the boot misses
 and what the role does about it: stop the play (``vllm_gates_fatal``) or warn. The role's
-tasks (roles/vllm/tasks/gates.yml) only wire it: ``gb10.serving.vllm_gates`` computes, an
-assert stops on ``stop``, ``gb10.serving.warn`` shows ``warnings``.
+tasks (roles/vllm/tasks/gates.yml) only wire it: ``gb10.serving.vllm_gates`` computes, the
+role's assert task stops on ``stop``, ``gb10.serving.warn`` shows ``warnings``.
 
 The gates were Jinja first and keep its meaning: an empty expected backend or method is not
 checked, ``vllm_min_kv_cache_tokens`` is read as the ``int`` filter reads it (0 means
