@@ -44,8 +44,8 @@ def _ansible_vault() -> str:
     return str(beside) if beside.exists() else "ansible-vault"
 
 
-def make_vault() -> dict[str, str]:
-    """Write the password file (0600) and the encrypted vault.yml once; return the secrets."""
+def make_vault() -> None:
+    """Write the password file (0600) and the encrypted vault.yml, once."""
     STATE.mkdir(parents=True, exist_ok=True)
     STATE.chmod(0o700)
     if not (VAULT.exists() and VAULT_PASSWORD_FILE.exists()):
@@ -67,7 +67,6 @@ def make_vault() -> dict[str, str]:
             check=True,
             capture_output=True,
         )
-    return read_vault()
 
 
 def read_vault() -> dict[str, str]:
