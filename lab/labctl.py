@@ -7,7 +7,6 @@
     labctl.py down [--purge] remove the nodes, their engine containers and the networks;
                              --purge also deletes the per-node host directories
     labctl.py status         print one line per node
-    labctl.py production-vault   the production-shaped inventory's vault and password file
     labctl.py production-hub     serve its checkpoint from the throttled lab hub (foreground)
 
 What is simulated and how (see DESIGN.md, "The lab"):
@@ -309,7 +308,6 @@ def main(argv: list[str] | None = None) -> int:
     down_p = sub.add_parser("down")
     down_p.add_argument("--purge", action="store_true")
     sub.add_parser("status")
-    sub.add_parser("production-vault")
     hub_p = sub.add_parser("production-hub")
     hub_p.add_argument("--log", type=Path, help="the hub's request log (default: stdout)")
     args = parser.parse_args(argv)
@@ -325,11 +323,6 @@ def main(argv: list[str] | None = None) -> int:
         up()
     elif args.command == "down":
         down(args.purge)
-    elif args.command == "production-vault":
-        import production
-
-        production.make_vault()
-        print(f"{production.VAULT} (password file {production.VAULT_PASSWORD_FILE})")
     elif args.command == "production-hub":
         import production
 

@@ -1,6 +1,7 @@
 """What the production-shaped lab inventory (inventory/lab-production) needs besides the lab.
 
-    labctl.py production-vault   its vault.yml (random keys, ansible-vault) and password file
+    lab/vault-pass               its vault password client: makes vault.yml (random keys,
+                                 ansible-vault) and its password file on first use
     labctl.py production-hub     the lab hub serving its checkpoint, throttled, until stopped
 
 A GB10 owner keeps secrets in a vaulted file and downloads the checkpoint from the Hub; the
