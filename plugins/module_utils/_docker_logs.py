@@ -148,11 +148,16 @@ class DockerClient(object):
         finally:
             connection.close()
 
-    def logs(self, name: str, since: Optional[int] = None) -> Iterator[bytes]:
-        """The log as it arrives (still multiplexed unless the container has a TTY)."""
+    def logs(
+        self, name: str, since: Optional[int] = None, tail: Optional[int] = None
+    ) -> Iterator[bytes]:
+        """The log as it arrives (still multiplexed unless the container has a TTY); only
+        its last ``tail`` lines when given."""
         query = {"stdout": 1, "stderr": 1}
         if since is not None:
             query["since"] = since
+        if tail is not None:
+            query["tail"] = tail
         what = "read the log of container %s" % name
         url = "/containers/%s/logs?%s" % (quote(name, safe=""), urlencode(query))
         connection, response = self._request(url, what)

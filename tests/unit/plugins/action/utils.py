@@ -11,9 +11,14 @@ from ansible.plugins.connection.local import Connection
 from ansible.template import Templar
 
 
-def run_action(action_class, name, args, check_mode=False, basedir=None, task_vars=None):
-    """The result of ``action_class(...).run()`` for a task ``name`` with ``args``."""
+def run_action(
+    action_class, name, args, check_mode=False, basedir=None, task_vars=None, task_uuid=None
+):
+    """The result of ``action_class(...).run()`` for a task ``name`` with ``args``;
+    ``task_uuid`` makes several runs one task on several hosts (as Ansible runs it)."""
     task = Task()
+    if task_uuid is not None:
+        task._uuid = task_uuid
     task.action = name
     task.args = args
     task.check_mode = check_mode
