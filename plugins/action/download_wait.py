@@ -16,7 +16,10 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible_collections.gb10.serving.plugins.module_utils._waiting import follow
+from ansible_collections.gb10.serving.plugins.module_utils._waiting import (
+    follow,
+    negative_seconds,
+)
 
 display = Display()
 
@@ -52,9 +55,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # unused, as in every action plugin since ansible-core 2.x
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        for name in ("poll", "timeout", "progress_interval"):
-            if args[name] < 0:
-                raise AnsibleActionFail(f"{name} must be 0 or more seconds, got {args[name]}")
+        problem = negative_seconds(args, ("poll", "timeout", "progress_interval"))
+        if problem:
+            raise AnsibleActionFail(problem)
         host = (task_vars or {}).get("inventory_hostname", "")
         module_args = dict(args)
         interval = max(args["progress_interval"], args["poll"])

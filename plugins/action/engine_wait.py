@@ -27,7 +27,10 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.gb10.serving.plugins.module_utils._engine_wait import cluster_view
-from ansible_collections.gb10.serving.plugins.module_utils._waiting import follow
+from ansible_collections.gb10.serving.plugins.module_utils._waiting import (
+    follow,
+    negative_seconds,
+)
 
 display = Display()
 
@@ -108,9 +111,9 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp  # unused, as in every action plugin since ansible-core 2.x
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        for name in ("poll", "timeout", "http_timeout"):
-            if args[name] < 0:
-                raise AnsibleActionFail(f"{name} must be 0 or more seconds, got {args[name]}")
+        problem = negative_seconds(args, ("poll", "timeout", "http_timeout"))
+        if problem:
+            raise AnsibleActionFail(problem)
         node = (task_vars or {}).get("inventory_hostname", "")
         if node not in args["nodes"]:
             raise AnsibleActionFail(f"{node} is not one of the nodes {args['nodes']}")

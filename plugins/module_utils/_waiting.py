@@ -43,6 +43,15 @@ def follow(look, poll, budget, clock=time.monotonic, sleep=time.sleep):
         sleep(poll)
 
 
+def negative_seconds(values, names):
+    """The message for the first of ``names`` whose value in ``values`` (a dict of
+    arguments) is below 0, or None when all are 0 or more."""
+    for name in names:
+        if values[name] < 0:
+            return "%s must be 0 or more seconds, got %s" % (name, values[name])
+    return None
+
+
 def tree_bytes(path):
     """The bytes of the regular files under ``path``, symlinks never followed (``du -sb``
     without the links' own sizes); 0 when ``path`` is missing or is itself a link."""

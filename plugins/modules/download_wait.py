@@ -122,6 +122,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._docker_logs import (
 )
 from ansible_collections.gb10.serving.plugins.module_utils._waiting import (  # noqa: E402
     follow,
+    negative_seconds,
     tree_bytes,
 )
 
@@ -154,9 +155,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for name in ("poll", "timeout", "progress_interval", "budget"):
-        if params[name] < 0:
-            module.fail_json(msg="%s must be 0 or more seconds, got %s" % (name, params[name]))
+    problem = negative_seconds(params, ("poll", "timeout", "progress_interval", "budget"))
+    if problem:
+        module.fail_json(msg=problem)
     try:
         client = DockerClient(params["docker_host"], timeout=60)
         last, rounds, elapsed = follow(

@@ -162,6 +162,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._engine_wait import (
 )
 from ansible_collections.gb10.serving.plugins.module_utils._waiting import (  # noqa: E402
     follow,
+    negative_seconds,
 )
 
 
@@ -205,9 +206,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for name in ("poll", "budget", "http_timeout", "timeout"):
-        if params[name] < 0:
-            module.fail_json(msg="%s must be 0 or more seconds, got %s" % (name, params[name]))
+    problem = negative_seconds(params, ("poll", "budget", "http_timeout", "timeout"))
+    if problem:
+        module.fail_json(msg=problem)
     if params["url"] and not params["url"].startswith(("http://", "https://")):
         module.fail_json(msg="url must start with http:// or https://, got %s" % params["url"])
     try:

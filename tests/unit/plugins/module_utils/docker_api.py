@@ -110,6 +110,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
+def serve_in_background(server):
+    """Serve ``server`` (a socketserver) in a daemon thread; the thread."""
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def stop_serving(server, thread):
+    """Stop what :func:`serve_in_background` started, and close the server's socket."""
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=10)
+
+
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
@@ -136,14 +152,9 @@ class FakeDockerApi:
     def __enter__(self):
         self._server = _Server(self.path, _Handler)
         self._server.api = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_background(self._server)
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        stop_serving(self._server, self._thread)
         os.unlink(self.path)

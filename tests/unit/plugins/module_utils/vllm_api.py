@@ -10,8 +10,12 @@ request it got.
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api import (
+    serve_in_background,
+    stop_serving,
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -62,13 +66,8 @@ class FakeVllmApi:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.api = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._thread = serve_in_background(self._server)
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        stop_serving(self._server, self._thread)
