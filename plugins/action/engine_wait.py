@@ -55,10 +55,10 @@ ARGUMENT_SPEC = {
 }
 
 
-def shared_dir(task_uuid, started, root=None):
+def shared_dir(task_uuid, started):
     """The directory the copies of one wait share (made when missing)."""
     key = hashlib.sha256(("%s|%r" % (task_uuid, started)).encode("utf-8")).hexdigest()[:16]
-    path = os.path.join(root or C.DEFAULT_LOCAL_TMP, "gb10-engine-wait-" + key)
+    path = os.path.join(C.DEFAULT_LOCAL_TMP, "gb10-engine-wait-" + key)
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 

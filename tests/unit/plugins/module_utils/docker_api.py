@@ -63,22 +63,27 @@ class Container:
         self.document = inspect_document(name, tty=tty, running=running, started_at=started_at)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers in JSON (an empty body without a document); the
+    fake APIs' handlers build on it."""
 
     def log_message(self, format, *args):  # noqa: A002 - the base class's signature
         pass
 
-    def address_string(self):
-        return "unix"
-
-    def _send_json(self, status, document):
-        body = json.dumps(document).encode("utf-8")
+    def _send_json(self, status, document=None):
+        body = json.dumps(document).encode("utf-8") if document is not None else b""
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+class _Handler(JsonHandler):
+    protocol_version = "HTTP/1.1"
+
+    def address_string(self):
+        return "unix"
 
     def do_GET(self):  # noqa: N802 - http.server's name
         api = self.server.api

@@ -9,40 +9,29 @@ request it got.
 
 from __future__ import annotations
 
-import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api import (
+    JsonHandler,
     serve_in_background,
     stop_serving,
 )
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's signature
-        pass
-
-    def _send(self, status, document=None):
-        body = json.dumps(document).encode("utf-8") if document is not None else b""
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
+class _Handler(JsonHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
         api = self.server.api
         api.requests.append((self.path, self.headers.get("Authorization")))
         if self.path == "/health":
             api.health_calls += 1
-            self._send(200 if api.health_calls > api.healthy_after else 503)
+            self._send_json(200 if api.health_calls > api.healthy_after else 503)
         elif self.path == "/v1/models":
             if api.key and self.headers.get("Authorization") != "Bearer " + api.key:
-                self._send(401, {"error": "Unauthorized"})
+                self._send_json(401, {"error": "Unauthorized"})
                 return
-            self._send(200, {"object": "list", "data": [{"id": m} for m in api.models]})
+            self._send_json(200, {"object": "list", "data": [{"id": m} for m in api.models]})
         else:
-            self._send(404, {"detail": "Not Found"})
+            self._send_json(404, {"detail": "Not Found"})
 
 
 class FakeVllmApi:
