@@ -19,7 +19,11 @@ What is simulated and how (see DESIGN.md, "The lab"):
 * each node gets an RDMA GID tree in the real sysfs layout (``lab/rdma/gid_tree.py``) at
   ``/var/lib/gb10-lab/sys`` and a ``show_gids`` stand-in that prints it;
 * each node gets the host Docker socket, and a host directory of its own mounted at the
-  identical path, so engine containers it starts can bind-mount what the node sees.
+  identical path, so engine containers it starts can bind-mount what the node sees;
+* the controller reaches each node over SSH, as it reaches a Spark: ``up`` makes a key pair
+  in the checkout's ``.cache/lab/ssh/``, authorizes it for root on each node, records each
+  node's host key, and writes the ``ssh_config`` that maps a node's container name (its
+  ``ansible_host``) to its fixed management address.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ MGMT_NETWORK = "gb10-lab-mgmt"
 # machine is the bridge's gateway (MGMT_GATEWAY); the firewall tests add an outsider.
 MGMT_SUBNET = "10.219.0.0/24"
 MGMT_GATEWAY = "10.219.0.1"
+# What the lab inventory's ssh connection reads (ansible_ssh_common_args names the config).
+SSH_DIR = LAB_DIR.parent / ".cache" / "lab" / "ssh"
 CABLE_NETWORK = "gb10-lab-cx7"
 CABLE_SUBNET = "192.168.100.0/24"
 CABLE_MTU = 9000
@@ -73,6 +79,7 @@ class Node:
     """One simulated GB10 node."""
 
     name: str
+    mgmt_ipv4: str
     fabric_ipv4: str
     gid_index: int
 
@@ -83,8 +90,8 @@ class Node:
 
 # The field report's cluster: the RoCE v2 IPv4 GID sits at index 3 on node0, 4 on node1.
 NODES = (
-    Node("node0", "192.168.100.10", 3),
-    Node("node1", "192.168.100.11", 4),
+    Node("node0", "10.219.0.10", "192.168.100.10", 3),
+    Node("node1", "10.219.0.11", "192.168.100.11", 4),
 )
 
 
@@ -171,6 +178,8 @@ def node_running(node: Node, tag: str) -> bool:
         and info["Config"]["Image"] == tag
         and info["HostConfig"]["IpcMode"] == "shareable"
         and info["HostConfig"]["ShmSize"] == NODE_SHM_BYTES
+        and info["NetworkSettings"]["Networks"].get(MGMT_NETWORK, {}).get("IPAddress")
+        == node.mgmt_ipv4
     )
 
 
@@ -213,6 +222,8 @@ def start_node(node: Node, tag: str) -> None:
         f"{sysfs}:{NODE_SYSFS_ROOT}:ro",
         "--network",
         MGMT_NETWORK,
+        "--ip",
+        node.mgmt_ipv4,
         tag,
     )
     docker("network", "connect", "--ip", node.fabric_ipv4, CABLE_NETWORK, node.container)
@@ -256,6 +267,58 @@ def factory_reset_cable_interface(node: Node) -> None:
     node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "up")
 
 
+def ssh_key() -> Path:
+    """The controller's lab key pair (made once; the checkout's .cache is ignored by git)."""
+    key = SSH_DIR / "id_ed25519"
+    if not key.exists():
+        SSH_DIR.mkdir(parents=True, exist_ok=True)
+        SSH_DIR.chmod(0o700)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gb10-lab", "-f", str(key)],
+            check=True,
+        )
+    return key
+
+
+def authorize_ssh(node: Node, key: Path) -> str:
+    """Let the key log in as root on the node; return the node's known_hosts line."""
+    public = key.with_suffix(".pub").read_text().strip()
+    node_exec(
+        node,
+        "sh",
+        "-c",
+        'install -d -m 0700 /root/.ssh && printf "%s\\n" "$1" > /root/.ssh/authorized_keys'
+        " && chmod 0600 /root/.ssh/authorized_keys",
+        "-",
+        public,
+    )
+    host_key = node_exec(node, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
+    return f"{node.container},{node.mgmt_ipv4} {host_key[0]} {host_key[1]}"
+
+
+def write_ssh_config(key: Path, known_hosts: list[str]) -> Path:
+    """The ssh_config the lab inventory passes with -F: each node by its container name."""
+    (SSH_DIR / "known_hosts").write_text("".join(f"{line}\n" for line in known_hosts))
+    blocks = [f"Host {node.container}\n  HostName {node.mgmt_ipv4}\n" for node in NODES]
+    config = SSH_DIR / "config"
+    config.write_text(
+        "# Written by lab/labctl.py up; the lab inventory reads it (ansible_ssh_common_args).\n"
+        + "".join(blocks)
+        + "Host gb10-lab-*\n"
+        "  User root\n"
+        f"  IdentityFile {key}\n"
+        "  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {SSH_DIR / 'known_hosts'}\n"
+        "  StrictHostKeyChecking yes\n"
+        # A node that stops answering (paused, removed) ends its shared connection quickly,
+        # so the next run's connection attempt fails instead of hanging on it.
+        "  ServerAliveInterval 5\n"
+        "  ServerAliveCountMax 2\n"
+        "  LogLevel ERROR\n"
+    )
+    return config
+
+
 def up() -> None:
     tag = build_image()
     _engine_image().build_image()
@@ -267,6 +330,8 @@ def up() -> None:
             continue
         log(f"starting {node.container}")
         start_node(node, tag)
+    key = ssh_key()
+    write_ssh_config(key, [authorize_ssh(node, key) for node in NODES])
     status()
 
 

@@ -18,7 +18,7 @@ python=${GB10_PYTHON:-python3.11}
 # is reachable from the development machines); it pairs with ansible-core 2.19.
 ansible_wheel=ansible==12.3.0
 collections=(community.docker community.general ansible.posix community.library_inventory_filtering_v1)
-apt_packages=(docker.io mmdebstrap iproute2 shellcheck)
+apt_packages=(docker.io mmdebstrap iproute2 shellcheck openssh-client)
 # The peer the sparkrun import/export is tested against (tests/sparkrun); it needs Python
 # 3.12, so it gets its own venv, .venv-sparkrun.
 sparkrun_package=sparkrun==0.4.2

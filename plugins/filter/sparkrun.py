@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 from ansible_collections.gb10.serving.plugins.module_utils._sparkrun import (
     SparkrunError,
     dump_recipe,
@@ -28,7 +29,9 @@ def from_sparkrun_recipe(source, as_text=False):
     """A sparkrun v2 recipe (YAML text or data) as a vllm_recipe, with what it cannot honour."""
     text = _flag("from_sparkrun_recipe", "as_text", as_text)
     try:
-        imported = import_recipe(source)
+        # Plain data: the import copies parts of it, and a copy of Ansible's lazy containers
+        # would copy their templar with every variable of the play.
+        imported = import_recipe(plain(source))
         return dump_vars_file(imported) if text else imported.as_dict()
     except SparkrunError as exc:
         raise AnsibleFilterError(f"from_sparkrun_recipe: {exc}") from exc
@@ -40,7 +43,7 @@ def to_sparkrun_recipe(recipe, extra=None, runtime_cache=False, as_text=False):
     if isinstance(runtime_cache, str):
         runtime_cache = _flag("to_sparkrun_recipe", "runtime_cache", runtime_cache)
     try:
-        exported = export_recipe(recipe, extra=extra, runtime_cache=runtime_cache)
+        exported = export_recipe(plain(recipe), extra=plain(extra), runtime_cache=runtime_cache)
         return dump_recipe(exported) if text else exported
     except SparkrunError as exc:
         raise AnsibleFilterError(f"to_sparkrun_recipe: {exc}") from exc

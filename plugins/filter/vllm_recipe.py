@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_recipe import (
     RecipeError,
     command_argv,
@@ -32,7 +33,9 @@ def render_recipe_command(recipe, values=None, argv=False):
 def merge_recipe_filter(recipe, overrides):
     """A new recipe with the flat ``overrides`` applied (null removes a key)."""
     try:
-        return merge_recipe(recipe, overrides)
+        # Plain data first: a deep copy of Ansible's lazy containers copies their templar,
+        # every variable of the play with it (about half a second a task in site.yml).
+        return merge_recipe(plain(recipe), plain(overrides))
     except RecipeError as exc:
         raise AnsibleFilterError(f"merge_recipe: {exc}") from exc
 

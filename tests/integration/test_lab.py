@@ -8,6 +8,8 @@ import sys
 
 from conftest import NODE_CONTAINERS, ROOT
 
+SSH_DIR = ROOT / ".cache" / "lab" / "ssh"
+
 
 def inspect(container: str) -> dict:
     out = subprocess.run(
@@ -18,6 +20,8 @@ def inspect(container: str) -> dict:
 
 def test_up_again_restarts_nothing():
     before = {name: inspect(c) for name, c in NODE_CONTAINERS.items()}
+    key = SSH_DIR / "id_ed25519"
+    key_before = key.read_bytes()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "lab" / "labctl.py"), "up"],
         capture_output=True,
@@ -30,6 +34,22 @@ def test_up_again_restarts_nothing():
         after = inspect(container)
         assert after["Id"] == before[name]["Id"]
         assert after["State"]["StartedAt"] == before[name]["State"]["StartedAt"]
+    assert key.read_bytes() == key_before
+
+
+def test_each_node_answers_over_ssh_as_the_inventory_reaches_it():
+    """The lab inventory's connection: the node's container name through labctl's
+    ssh_config, root with the lab key, the host key checked against the recorded one."""
+    for container in NODE_CONTAINERS.values():
+        proc = subprocess.run(
+            ["ssh", "-F", str(SSH_DIR / "config"), "-o", "BatchMode=yes", container, "hostname"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == container
 
 
 def test_nodes_run_with_capabilities_not_privileged():

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gb10.serving.plugins.filter.sparkrun import FilterModule
+from ansible_collections.gb10.serving.tests.unit.plugins.filter.lazy import uncopyable
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_vllm_recipe import (
     FIXTURE,
     load_recipe,
@@ -110,3 +111,15 @@ def test_every_filter_has_its_sidecar_documentation(name):
         docs = yaml.safe_load(stream)
     assert docs["DOCUMENTATION"]["name"] == name
     assert f"gb10.serving.{name}" in docs["EXAMPLES"]
+
+
+def test_both_ways_copy_plain_data_not_ansibles_containers():
+    data = load_recipe()
+    data["model_revision"] = "5e0d1b7"
+    imported = FILTERS["from_sparkrun_recipe"](uncopyable(data))
+    assert imported == FILTERS["from_sparkrun_recipe"](data)
+    recipe, extra = imported["recipe"], imported["unsupported"]
+    assert extra
+    exported = FILTERS["to_sparkrun_recipe"](uncopyable(recipe), uncopyable(extra))
+    assert exported == FILTERS["to_sparkrun_recipe"](recipe, extra)
+    assert exported["model_revision"] == "5e0d1b7"

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gb10.serving.plugins.filter.vllm_recipe import FilterModule
+from ansible_collections.gb10.serving.tests.unit.plugins.filter.lazy import uncopyable
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_vllm_recipe import (
     FIXTURE_ARGV,
     ROLE_VALUES,
@@ -105,3 +106,12 @@ def test_every_filter_has_its_sidecar_documentation(name):
         docs = yaml.safe_load(stream)
     assert docs["DOCUMENTATION"]["name"] == name
     assert f"gb10.serving.{name}" in docs["EXAMPLES"]
+
+
+def test_merge_copies_plain_data_not_ansibles_containers():
+    recipe = load_recipe()
+    overrides = {"max_model_len": 262144, "env": {"EXTRA": "1"}}
+    merged = FILTERS["merge_recipe"](uncopyable(recipe), uncopyable(overrides))
+    assert merged == FILTERS["merge_recipe"](recipe, overrides)
+    assert merged["defaults"]["max_model_len"] == 262144
+    assert merged["env"]["EXTRA"] == "1"

@@ -137,7 +137,7 @@ TEMPLATED = {
     "vllm_log_dir": lambda v: f"{CHECKOUT}/reports/vllm-logs",
     "bench_report_dir": lambda v: f"{CHECKOUT}/reports",
     # `docker inspect` of the head's node: its address on the lab's management network.
-    "vllm_api_host": lambda v: "10.219.0.2",
+    "ansible_ssh_common_args": lambda v: "-F .cache/lab/ssh/config",
     "vllm_container_name": lambda v: f"{v['gb10_container_prefix']}vllm",
     "firewall_api_allowed_cidrs": lambda v: v.get("vllm_allowed_cidrs", ["0.0.0.0/0", "::/0"]),
     "firewall_api_port": lambda v: v.get("vllm_port", 8000),

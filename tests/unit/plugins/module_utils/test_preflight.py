@@ -28,7 +28,7 @@ LISTEN = {
     "vllm_ray_port": 6379,
 }
 CLIENTS = {
-    "vllm_api_host": "10.219.0.2",
+    "vllm_api_host": "10.219.0.10",
     "vllm_client_config_dir": "~/.config/gb10-serving/clients",
     "vllm_engine_keys_file": "/etc/gb10-serving/vllm-api-keys.yaml",
 }
