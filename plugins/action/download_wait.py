@@ -32,6 +32,8 @@ ARGUMENT_SPEC = {
     "progress_interval": {"type": "float", "default": 60},
     "label": {"type": "str", "default": "download"},
     "docker_host": {"type": "str", "default": "unix:///var/run/docker.sock"},
+    "log": {"type": "path"},
+    "log_lines": {"type": "int", "default": 15},
 }
 
 
@@ -90,5 +92,7 @@ class ActionModule(ActionBase):
             calls=calls,
             elapsed=round(elapsed, 3),
             msg=last["line"],
+            log_tail=last.get("log_tail", []),
+            log_problem=last.get("log_problem"),
         )
         return result

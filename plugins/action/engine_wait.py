@@ -49,6 +49,7 @@ ARGUMENT_SPEC = {
     "url": {"type": "str"},
     "model": {"type": "str"},
     "api_key": {"type": "str", "no_log": True},
+    "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
     "poll": {"type": "float", "default": 15},
     "http_timeout": {"type": "float", "default": 10},
     "docker_host": {"type": "str", "default": "unix:///var/run/docker.sock"},

@@ -274,20 +274,31 @@ class StreamLines(object):
         return left
 
 
-def log_blocks(chunks: Iterable[bytes], tty: bool = False, sink=None) -> Iterator[bytes]:
+def log_blocks(
+    chunks: Iterable[bytes], tty: bool = False, sink=None, redact=None
+) -> Iterator[bytes]:
     """Blocks of whole lines of a Docker log stream, stdout and stderr as they complete.
 
-    ``sink``, when given, is called with every demultiplexed piece as it arrives (to keep a
-    raw copy of the log).
+    ``redact``, when given, maps each block to what may be read and kept (the modules mask
+    keys with ``_redact.Redactor.data``). ``sink``, when given, is called with every block
+    as it is yielded (to keep a copy of the log): whole lines, masked, so no key reaches
+    the copy even when a frame of the stream ends inside one.
     """
     lines = StreamLines()
-    for stream, payload in demux(chunks, tty):
+
+    def kept(block):
+        if redact is not None:
+            block = redact(block)
         if sink is not None:
-            sink(payload)
+            sink(block)
+        return block
+
+    for stream, payload in demux(chunks, tty):
         block = lines.push(stream, payload)
         if block:
-            yield block
-    yield from lines.flush()
+            yield kept(block)
+    for block in lines.flush():
+        yield kept(block)
 
 
 def container_summary(info: dict) -> dict:

@@ -34,6 +34,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional
 
+from ansible_collections.gb10.serving.plugins.module_utils._nofollow import (
+    NotRegularFile,
+    read_regular,
+)
+
 REPO_TYPES = ("model", "dataset", "space")
 # huggingface_hub's REGEX_COMMIT_HASH: lower-case only.
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}\Z")
@@ -59,7 +64,11 @@ class HfCacheReadError(HfCacheError):
     """A path of the cache exists but cannot be read (permissions, I/O)."""
 
     def __init__(self, path, exc):
-        super().__init__("cannot read %s: %s: %s" % (path, exc.strerror or exc, _PERMISSION_HINT))
+        if isinstance(exc, NotRegularFile):
+            hint = "remove it and download again"
+        else:
+            hint = _PERMISSION_HINT
+        super().__init__("cannot read %s: %s: %s" % (path, exc.strerror or exc, hint))
         self.path = path
         self.errno = exc.errno
 
@@ -167,9 +176,9 @@ def find_hub_dir(cache_dir: str, repo_folder: Optional[str] = None) -> str:
 
 
 def _read_ref(path):
+    # refs/ belongs to the container UID: a symlink there is refused, never read as root.
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_REF_READ_LIMIT)
+        data = read_regular(path, _REF_READ_LIMIT)
     except OSError as exc:
         raise HfCacheReadError(path, exc) from exc
     try:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import time
 
+from ansible_collections.gb10.serving.plugins.module_utils._nofollow import open_regular
+
 
 def follow(look, poll, budget, clock=time.monotonic, sleep=time.sleep):
     """Call ``look()`` every ``poll`` seconds until its result says ``done`` or ``budget``
@@ -77,3 +79,33 @@ def tree_bytes(path):
                 # files as they complete.
                 continue
     return total
+
+
+# The end of a log that read_tail looks at: enough for its lines, never a whole big file.
+TAIL_BYTES = 64 * 1024
+
+
+def read_tail(path, lines=15, max_bytes=TAIL_BYTES):
+    """The last ``lines`` lines of the regular file ``path``, as ``(lines, problem)``.
+
+    The file lives where the container UID may write, and this runs as root: a symlink
+    there is refused, not read, and so is anything but a regular file (``_nofollow``).
+    ``problem`` says why nothing was read; a missing file is not a problem (no lines).
+    """
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        return [], "%s: %s" % (path, exc.strerror)
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - max_bytes)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = os.read(fd, size - start)
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    # A read from the middle of the file starts inside a line: drop that part.
+    tail = text.splitlines()[1 if start else 0 :]
+    return (tail[-lines:] if lines > 0 else []), None

@@ -65,6 +65,18 @@ options:
     description: The Docker engine's API socket, as C(unix://<path>).
     type: str
     default: unix:///var/run/docker.sock
+  log:
+    description:
+      - The download's log file; once the container has ended, its last O(log_lines) lines
+        are returned as RV(log_tail).
+      - It lies where the container UID writes and this module runs as root, so a symlink
+        there is never followed and anything but a regular file is not read (RV(log_problem)
+        says so).
+    type: path
+  log_lines:
+    description: How many lines of the end of O(log) to return.
+    type: int
+    default: 15
 """
 
 EXAMPLES = r"""
@@ -113,6 +125,16 @@ msg:
   description: The last progress line.
   returned: success
   type: str
+log_tail:
+  description: The last lines of O(log) once the container has ended; empty while it runs,
+    without O(log), or when the file was not read.
+  returned: success
+  type: list
+  elements: str
+log_problem:
+  description: Why O(log) was not read (a symlink, not a regular file); null otherwise.
+  returned: success
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -123,6 +145,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._docker_logs import (
 from ansible_collections.gb10.serving.plugins.module_utils._waiting import (  # noqa: E402
     follow,
     negative_seconds,
+    read_tail,
     tree_bytes,
 )
 
@@ -151,6 +174,8 @@ def main():
             label=dict(type="str", default="download"),
             budget=dict(type="float", default=0),
             docker_host=dict(type="str", default="unix:///var/run/docker.sock"),
+            log=dict(type="path"),
+            log_lines=dict(type="int", default=15),
         ),
         supports_check_mode=True,
     )
@@ -167,6 +192,9 @@ def main():
         )
     except DockerError as exc:
         module.fail_json(msg=str(exc))
+    log_tail, log_problem = [], None
+    if params["log"] and last["done"]:
+        log_tail, log_problem = read_tail(params["log"], max(0, params["log_lines"]))
     module.exit_json(
         changed=False,
         finished=last["done"],
@@ -175,6 +203,8 @@ def main():
         bytes=last["bytes"],
         rounds=rounds,
         elapsed=round(elapsed, 3),
+        log_tail=log_tail,
+        log_problem=log_problem,
     )
 
 

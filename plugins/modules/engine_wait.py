@@ -43,7 +43,16 @@ options:
     type: str
   api_key:
     description: The key C(/v1/models) is asked with (as C(Authorization) C(Bearer <key>)).
+      It is masked in the log message returned, like O(redact).
     type: str
+  redact:
+    description:
+      - Secrets (every API key) masked as C(<redacted>) in the log message returned. The
+        values of the secret fields vLLM logs (C(api_key) in its arguments, C(--api-key),
+        C(VLLM_API_KEY), C(HF_TOKEN)) are masked without them too.
+    type: list
+    elements: str
+    default: []
   nodes:
     description:
       - Every node of the cluster (inventory names). Each runs this task; their waits share
@@ -160,6 +169,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._engine_wait import (
     last_message,
     probe_api,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._redact import Redactor  # noqa: E402
 from ansible_collections.gb10.serving.plugins.module_utils._waiting import (  # noqa: E402
     follow,
     negative_seconds,
@@ -197,6 +207,7 @@ def main():
             url=dict(type="str"),
             model=dict(type="str"),
             api_key=dict(type="str", no_log=True),
+            redact=dict(type="list", elements="str", default=[], no_log=True),
             poll=dict(type="float", default=15),
             budget=dict(type="float", default=0),
             http_timeout=dict(type="float", default=10),
@@ -219,7 +230,11 @@ def main():
         message = None
         if last["exists"]:
             message = last_message(
-                log_blocks(client.logs(params["container"], tail=TAIL_LINES), last["tty"])
+                log_blocks(
+                    client.logs(params["container"], tail=TAIL_LINES),
+                    last["tty"],
+                    redact=Redactor([params["api_key"], *params["redact"]]).data,
+                )
             )
     except DockerError as exc:
         module.fail_json(msg=str(exc))

@@ -63,7 +63,8 @@ options:
   dest:
     description:
       - Also write the log that was read, as it came (colour codes and carriage returns
-        kept, stdout and stderr in arrival order), to this path on the node, mode C(0600).
+        kept, stdout and stderr whole lines at a time in arrival order; secrets masked, see
+        O(redact)), to this path on the node, mode C(0600).
         Missing parent directories are created with mode C(0700).
       - A diagnostic copy, rewritten on every run (through a temporary file in the same
         directory); it does not count as a change, so C(changed) stays V(false).
@@ -73,6 +74,15 @@ options:
     description: Seconds to wait for the Docker engine to connect or to send more of the log.
     type: int
     default: 60
+  redact:
+    description:
+      - Secrets (the API keys) masked as C(<redacted>) wherever they occur in the log, before
+        it is parsed or copied to O(dest). Without them the values of the secret fields vLLM
+        logs (C(api_key) in its arguments, C(--api-key), C(VLLM_API_KEY), C(HF_TOKEN)) are
+        still masked; vLLM releases before argument redaction log the key with its arguments.
+    type: list
+    elements: str
+    default: []
 notes:
   - The values in RV(boot) are the newest ones of the log (the latest throughput line, the
     latest boot); RV(boot.throughput_summary) covers the throughput lines of the latest boot;
@@ -418,6 +428,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._docker_logs import (
     log_blocks,
     started_at_seconds,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._redact import Redactor  # noqa: E402
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import (  # noqa: E402
     VllmLogParser,
 )
@@ -469,7 +480,7 @@ def since_seconds(value):
     return int(math.floor(value))
 
 
-def read_boot(client, name, since_start=True, dest=None, since=None):
+def read_boot(client, name, since_start=True, dest=None, since=None, redact=()):
     """The module's result for container ``name`` (raises DockerError, DestError).
 
     ``since`` (whole Unix seconds) overrides ``since_start``.
@@ -486,7 +497,8 @@ def read_boot(client, name, since_start=True, dest=None, since=None):
         out, temporary = _open_dest(dest)
     try:
         sink = out.write if out is not None else None
-        for block in log_blocks(client.logs(name, since), container["tty"], sink):
+        masked = Redactor(redact).data
+        for block in log_blocks(client.logs(name, since), container["tty"], sink, masked):
             parser.feed_bytes(block)
         if out is not None:
             out.close()
@@ -519,6 +531,7 @@ def main():
             since=dict(type="float"),
             dest=dict(type="path"),
             timeout=dict(type="int", default=60),
+            redact=dict(type="list", elements="str", default=[], no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -536,7 +549,9 @@ def main():
     dest = None if module.check_mode else params["dest"]
     try:
         client = DockerClient(params["docker_host"], timeout=params["timeout"])
-        result = read_boot(client, params["name"], params["since_start"], dest, since)
+        result = read_boot(
+            client, params["name"], params["since_start"], dest, since, params["redact"]
+        )
     except (DockerError, DestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)

@@ -105,8 +105,63 @@ def test_differing_snapshots_stop_the_play_naming_the_file(converged, tmp_path):
     assert fixed.status == "successful", fixed.failure_messages
 
 
+def test_root_follows_no_link_the_container_uid_planted_in_the_jit_cache(converged, tmp_path):
+    """The container UID owns the cache: a link it puts where the JIT root (node1) or a JIT
+    dir (node0) belongs stops the node stage, and nothing the links point at changes."""
+    planted = {"node1": "jitcache", "node0": "jitcache/triton"}
+    for node, entry in planted.items():
+        path = f"{cache_dir(node)}/{entry}"
+        outside = f"/var/lib/gb10-lab/{node}/outside"
+        script = (
+            f"mkdir -p {outside} && chown 0:0 {outside} && chmod 0700 {outside}"
+            f" && mv {path} {path}.saved && ln -s {outside} {path}"
+        )
+        assert node_sh(node, script).returncode == 0
+    try:
+        run = run_playbook(NODE, tmp_path)
+        assert run.status == "failed"
+        joined = "\n".join(run.failure_messages)
+        for node, entry in planted.items():
+            assert f"{cache_dir(node)}/{entry} already exists as a link" in joined, joined
+            # Neither given to the UID nor filled with the JIT dirs.
+            outside = f"/var/lib/gb10-lab/{node}/outside"
+            assert node_sh(node, f"stat -c '%a %u %g' {outside}").stdout.split() == [
+                "700",
+                "0",
+                "0",
+            ]
+            assert node_sh(node, f"ls -A {outside}").stdout == ""
+    finally:
+        for node, entry in planted.items():
+            path = f"{cache_dir(node)}/{entry}"
+            outside = f"/var/lib/gb10-lab/{node}/outside"
+            node_sh(node, f"rm -f {path} && mv {path}.saved {path} && rmdir {outside}")
+
+
 def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path):
-    """The real download path (hf in a container as the UID), kept offline: it must fail."""
+    """The real download path (hf in a container as the UID), kept offline: it must fail.
+    On node1 the UID has put a link to a root-only file where the download's log goes:
+    root reads the log for the failure message and must not quote that file."""
+    log = f"{cache_dir('node1')}/.gb10-download.log"
+    root_only = "/var/lib/gb10-lab/node1/root-only"
+    script = (
+        f"printf 'SECRET-{TOKEN}\\n' > {root_only} && chmod 0600 {root_only}"
+        f" && rm -f {log} && ln -s {root_only} {log}"
+    )
+    assert node_sh("node1", script).returncode == 0
+    try:
+        run = failed_offline_download(tmp_path)
+        assert TOKEN not in run.stdout
+        assert TOKEN not in "\n".join(run.failure_messages)
+        assert f"{log}: a symlink, which is never followed: not read" in "\n".join(
+            run.failure_messages
+        )
+        assert node_sh("node1", f"cat {root_only}").stdout == f"SECRET-{TOKEN}\n"
+    finally:
+        node_sh("node1", f"rm -f {log} {root_only}")
+
+
+def failed_offline_download(tmp_path):
     run = run_playbook(
         NODE,
         tmp_path,
@@ -127,3 +182,4 @@ def test_failed_download_follows_progress_and_quotes_the_cli(converged, tmp_path
     assert "re-running fetches what is still missing" in joined
     assert "Last lines:" in joined
     assert "offline" in joined.lower()
+    return run

@@ -471,10 +471,24 @@ def test_unreadable_ref_raises_read_error_simulated(cache, monkeypatch):
     def refuse(path, *args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    # Shadows the builtin in the module under test only.
-    monkeypatch.setattr(_hf_cache, "open", refuse, raising=False)
+    monkeypatch.setattr(_hf_cache, "read_regular", refuse)
     with pytest.raises(HfCacheReadError, match="refs/main: Permission denied"):
         resolve_revision(str(cache.repo), "main")
+
+
+def test_a_ref_planted_as_a_link_is_refused_unread(cache, tmp_path):
+    """refs/ belongs to the container UID; root resolving a revision must not quote what a
+    planted link leads to."""
+    secret = tmp_path / "root-only"
+    secret.write_text("root:SECRET-HASH:19000:0:99999:7:::\n")
+    ref = cache.repo / "refs" / "main"
+    ref.unlink()
+    ref.symlink_to(secret)
+    with pytest.raises(HfCacheReadError) as e:
+        resolve_revision(str(cache.repo), "main")
+    assert "SECRET" not in str(e.value)
+    assert "not read" in str(e.value)
+    assert "remove it and download again" in str(e.value)
 
 
 # --- compare_manifests --------------------------------------------------------------------

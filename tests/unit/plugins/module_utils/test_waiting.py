@@ -8,7 +8,11 @@ import os
 import sys
 
 import pytest
-from ansible_collections.gb10.serving.plugins.module_utils._waiting import follow, tree_bytes
+from ansible_collections.gb10.serving.plugins.module_utils._waiting import (
+    follow,
+    read_tail,
+    tree_bytes,
+)
 
 
 class FakeTime:
@@ -113,3 +117,37 @@ def test_tree_bytes_skips_unreadable_directories(tmp_path):
         assert tree_bytes(str(tmp_path)) == 2
     finally:
         (tmp_path / "closed").chmod(0o755)
+
+
+# --- read_tail -----------------------------------------------------------------------------
+
+
+def test_read_tail_gives_the_last_lines(tmp_path):
+    log = tmp_path / "download.log"
+    log.write_text("".join(f"line {n}\n" for n in range(100)))
+    lines, problem = read_tail(str(log), 3)
+    assert (lines, problem) == (["line 97", "line 98", "line 99"], None)
+
+
+def test_read_tail_reads_only_the_end_of_a_big_file(tmp_path):
+    log = tmp_path / "download.log"
+    log.write_text("x" * 1000 + "\n" + "".join(f"line {n}\n" for n in range(10)))
+    lines, _problem = read_tail(str(log), 100, max_bytes=40)
+    # The first line of the window is cut, so it is dropped; the rest is whole.
+    assert lines == [f"line {n}" for n in range(5, 10)]
+
+
+def test_read_tail_of_a_missing_log_is_empty_without_a_problem(tmp_path):
+    assert read_tail(str(tmp_path / "none.log")) == ([], None)
+
+
+def test_read_tail_refuses_a_planted_link_and_names_it(tmp_path):
+    secret = tmp_path / "root-only"
+    secret.write_text("SECRET\n")
+    log = tmp_path / "download.log"
+    log.symlink_to(secret)
+    lines, problem = read_tail(str(log))
+    assert lines == []
+    assert str(log) in problem
+    assert "symlink" in problem
+    assert "SECRET" not in problem

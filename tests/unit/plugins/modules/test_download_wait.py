@@ -77,6 +77,37 @@ def test_a_failed_download_reports_its_exit_code(api, tmp_path):
     assert (result["finished"], result["exit_code"], result["rounds"]) == (True, 1, 3)
 
 
+def test_the_log_is_quoted_once_the_download_ends(api, tmp_path):
+    log = tmp_path / ".gb10-download.log"
+    log.write_text("".join(f"step {n}\n" for n in range(20)) + "Error: offline\n")
+    api.add(EndsAfter(2, exit_code=1))
+    result = module_exit(
+        download_wait.main, args(api, tmp_path, poll=0, budget=60, log=str(log), log_lines=2)
+    )
+    assert (result["log_tail"], result["log_problem"]) == (["step 19", "Error: offline"], None)
+
+
+def test_the_log_is_not_read_while_the_download_runs(api, tmp_path):
+    log = tmp_path / ".gb10-download.log"
+    log.write_text("downloading\n")
+    api.add(EndsAfter(10**9))
+    result = module_exit(download_wait.main, args(api, tmp_path, poll=0, budget=0, log=str(log)))
+    assert (result["finished"], result["log_tail"]) == (False, [])
+
+
+def test_a_log_planted_as_a_link_is_refused_unread(api, tmp_path):
+    """The log lies where the container UID writes; the module runs as root."""
+    secret = tmp_path / "root-only"
+    secret.write_text("SECRET-KEY-MATERIAL\n")
+    log = tmp_path / ".gb10-download.log"
+    log.symlink_to(secret)
+    api.add(EndsAfter(1, exit_code=1))
+    result = module_exit(download_wait.main, args(api, tmp_path, poll=0, budget=60, log=str(log)))
+    assert result["log_tail"] == []
+    assert "symlink" in result["log_problem"]
+    assert "SECRET" not in str(result)
+
+
 def test_no_container_counts_as_ended_without_exit_code(api, tmp_path):
     result = module_exit(download_wait.main, args(api, tmp_path, poll=0, budget=60))
     assert (result["finished"], result["exists"], result["exit_code"]) == (True, False, None)

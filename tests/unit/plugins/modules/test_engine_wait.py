@@ -94,6 +94,23 @@ def test_a_running_worker_is_followed_for_the_budget(docker):
     assert result["changed"] is False
 
 
+def test_the_last_message_never_shows_a_key(docker):
+    """The progress lines quote the newest log line: a key in it (vLLM before argument
+    redaction logs its arguments with the key) is masked, the service key and the users'."""
+    line = (
+        b"(APIServer pid=1) ERROR 12-03 17:04:09 [api_server.py:1] bad Bearer sk-service-0123"
+        b" or sk-alice-4567\n"
+    )
+    docker.add(Engine(looks=1, pieces=(frame(1, LOG + line),)))
+    result = module_exit(
+        engine_wait.main,
+        args(docker, poll=0, budget=60, api_key="sk-service-0123", redact=["sk-alice-4567"]),
+    )
+    assert "sk-service-0123" not in repr(result)
+    assert "sk-alice-4567" not in repr(result)
+    assert "<redacted>" in result["last_message"]
+
+
 def test_a_thousand_looks_in_one_call_then_the_exit(docker):
     engine = docker.add(Engine(looks=1000, exit_code=137))
     result = module_exit(engine_wait.main, args(docker, poll=0, budget=600))

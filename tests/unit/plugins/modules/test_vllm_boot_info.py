@@ -191,6 +191,41 @@ def test_dest_gets_the_raw_log_mode_0600(api, tmp_path):
     assert dest.read_bytes() == b"second start\n"
 
 
+KEY = "sk-gb10-service-0123456789abcdef"
+USER_KEY = "sk-gb10-alice-fedcba9876543210"
+
+
+def with_keys_logged(log):
+    """The real head log as a vLLM before argument redaction writes it: the keys in its
+    non-default args, and the service key again in a later line."""
+    lines = log.splitlines(keepends=True)
+    at = next(n for n, line in enumerate(lines) if "non-default args: {" in line)
+    lines[at] = lines[at].replace(
+        "non-default args: {", f"non-default args: {{'api_key': ['{KEY}', '{USER_KEY}'], "
+    )
+    lines.insert(at + 1, f"(APIServer pid=4186) WARNING 12-02 12:32:18 key {KEY} in use\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("given", [[KEY, USER_KEY], []], ids=["keys-given", "fields-only"])
+def test_no_key_reaches_the_facts_or_the_copy(api, tmp_path, given):
+    """A key is masked even where a frame of the stream ends inside it (7-byte pieces)."""
+    log = with_keys_logged(load_raw("vllm", HEAD)).encode("utf-8")
+    api.add(Container("gb10-vllm-node0", framed(log, 7)))
+    dest = tmp_path / "node0.log"
+    result = succeed(args(api, dest=str(dest), redact=given))
+    copy = dest.read_text()
+    assert "non-default args: {'api_key': '<redacted>', " in copy
+    # Given, a key is masked anywhere; without them, only in the fields that hold keys.
+    assert (f"key {KEY} in use" in copy) is not bool(given)
+    assert USER_KEY not in copy
+    assert copy.count(KEY) == (0 if given else 1)
+    assert USER_KEY not in repr(result)
+    if given:
+        assert KEY not in repr(result)
+    assert result["boot"]["kv_cache_tokens"] == 4194304
+
+
 def test_check_mode_reads_but_writes_no_dest(api, tmp_path):
     log = load_raw("vllm", HEAD).encode("utf-8")
     api.add(Container("gb10-vllm-node0", framed(log, 4096)))
