@@ -152,6 +152,24 @@ def node_cache_dirs_problems(node_hf_cache_dir, node_hf_cache_mount) -> List[str
     ]
 
 
+def node_token_file_problems(node_hf_token_file, node_hf_cache_dir) -> List[str]:
+    """The token file: an absolute path, outside the cache the engine mounts."""
+    if not _absolute_dir(node_hf_token_file):
+        return [
+            f"node_hf_token_file ('{_text(node_hf_token_file)}') must be an absolute file path,"
+            " for example /etc/gb10-serving/hf-token."
+        ]
+    token = "/" + "/".join(part for part in str(node_hf_token_file).split("/") if part)
+    cache = "/" + "/".join(part for part in str(node_hf_cache_dir).split("/") if part)
+    if token == cache or token.startswith(cache.rstrip("/") + "/"):
+        return [
+            f"node_hf_token_file ({token}) lies in node_hf_cache_dir ({cache}), which the "
+            "engine mounts and whose model code could read it: put it outside, for example "
+            "/etc/gb10-serving/hf-token."
+        ]
+    return []
+
+
 def node_model_problems(node_model) -> List[str]:
     """``node_model`` must be a Hugging Face repository id, org/name."""
     if _matches(_HF_REPO, node_model):
@@ -385,6 +403,7 @@ CHECKS = {
     "inventory_platform": inventory_platform_problems,
     "node_ids": node_ids_problems,
     "node_cache_dirs": node_cache_dirs_problems,
+    "node_token_file": node_token_file_problems,
     "node_model": node_model_problems,
     "node_revision": node_revision_problems,
     "node_checkpoints": node_checkpoints_problems,

@@ -127,8 +127,15 @@ def test_an_outsider_is_refused_the_api_and_the_engine(converged):
     assert node_probe("node1", fabric) == {fabric: "open"}
 
 
+def unit_active_since(node: str) -> str:
+    """When the firewall unit last became active: a restart changes it, a reload does not."""
+    script = "systemctl show -p ActiveEnterTimestampMonotonic gb10-serving-firewall"
+    return node_sh(node, script).stdout.strip()
+
+
 def test_the_allowed_list_decides_and_changing_it_restarts_no_engine(converged, tmp_path):
     before = engine_ids()
+    active_since = unit_active_since("node0")
     api = f"{mgmt_ip('node0')}:{API_PORT}"
     wider = run_playbook(
         FIREWALL,
@@ -138,6 +145,9 @@ def test_the_allowed_list_decides_and_changing_it_restarts_no_engine(converged, 
     assert wider.status == "successful", wider.failure_messages
     assert wider.stats["changed"].get("node0", 0) > 0
     assert outsider_probe(api) == {api: "open"}
+    # The new rules were loaded by a reload (one nft transaction), not a restart, whose
+    # stop would have left the node without its table for a moment.
+    assert unit_active_since("node0") == active_since
     back = run_playbook(FIREWALL, tmp_path / "back")
     assert back.status == "successful", back.failure_messages
     assert outsider_probe(api) == {api: "refused"}

@@ -71,17 +71,33 @@ def test_ownership_repair_touches_only_what_is_wrong(converged, tmp_path):
     assert again.count("changed") == 0
 
 
+def token_file(node: str) -> str:
+    """node_hf_token_file in the lab inventory: outside the cache the engine mounts."""
+    return f"/var/lib/gb10-lab/{node}/secrets/hf-token"
+
+
 def test_token_is_written_for_the_uid_and_never_shown(converged, tmp_path):
+    """The token (node_hf_token) goes to node_hf_token_file, for the container UID only and
+    outside the cache the engine mounts; none is left in the cache; an emptied token
+    removes the file."""
+    for node in NODE_CONTAINERS:
+        # A token an earlier version (or a hand) left in the cache, which the engine sees.
+        assert node_sh(node, f"echo old > {cache_dir(node)}/token").returncode == 0
     run = run_playbook(NODE, tmp_path, extravars={"node_hf_token": TOKEN}, verbosity=4, diff=True)
     assert run.status == "successful", run.failure_messages
     assert TOKEN not in run.stdout
     assert TOKEN not in json.dumps(run.events_data)
     for node in NODE_CONTAINERS:
-        token_file = f"{cache_dir(node)}/token"
-        assert node_sh(node, f"cat {token_file}").stdout == TOKEN
-        assert node_sh(node, f"stat -c '%a %u' {token_file}").stdout.split() == ["600", str(UID)]
-        # The role never removes a token (one may have been put there by hand): this test does.
-        assert node_sh(node, f"rm {token_file}").returncode == 0
+        assert node_sh(node, f"cat {token_file(node)}").stdout == TOKEN
+        assert node_sh(node, f"stat -c '%a %u' {token_file(node)}").stdout.split() == [
+            "600",
+            str(UID),
+        ]
+        assert node_sh(node, f"test -e {cache_dir(node)}/token").returncode == 1
+    emptied = run_playbook(NODE, tmp_path / "emptied")
+    assert emptied.status == "successful", emptied.failure_messages
+    for node in NODE_CONTAINERS:
+        assert node_sh(node, f"test -e {token_file(node)}").returncode == 1
 
 
 def test_differing_snapshots_stop_the_play_naming_the_file(converged, tmp_path):

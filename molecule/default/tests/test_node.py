@@ -81,7 +81,9 @@ def test_both_nodes_hold_the_same_complete_snapshot():
 
 
 def test_the_vaulted_token_is_for_the_container_uid_only(lab_node):
+    """node_hf_token_file: outside the cache the engine mounts, for the container UID only."""
     name, host = lab_node
-    token = host.file(f"{cache(name)}/token")
+    token = host.file(f"/var/lib/gb10-lab/{name}/secrets/hf-token")
     assert (token.uid, token.gid, token.mode) == (UID, UID, 0o600)
     assert token.content_string.strip() == read_vault()["vault_hf_token"]
+    assert not host.file(f"{cache(name)}/token").exists

@@ -136,8 +136,8 @@ TEMPLATED = {
     "vllm_client_config_dir": lambda v: f"{CHECKOUT}/.cache/lab/clients",
     "vllm_log_dir": lambda v: f"{CHECKOUT}/reports/vllm-logs",
     "bench_report_dir": lambda v: f"{CHECKOUT}/reports",
-    # `docker inspect` of the head's node: its address on the lab's management network.
-    "ansible_ssh_common_args": lambda v: "-F .cache/lab/ssh/config",
+    "node_hf_token_file": lambda v: f"/var/lib/gb10-lab/{v['inventory_hostname']}/secrets/hf-token",
+    "ansible_ssh_common_args": lambda v: f"-F {CHECKOUT}/.cache/lab/ssh/config",
     "vllm_container_name": lambda v: f"{v['gb10_container_prefix']}vllm",
     "firewall_api_allowed_cidrs": lambda v: v.get("vllm_allowed_cidrs", ["0.0.0.0/0", "::/0"]),
     "firewall_api_port": lambda v: v.get("vllm_port", 8000),
@@ -387,6 +387,11 @@ PREFLIGHT = (
             check(
                 "node_cache_dirs",
                 lambda c, v: {k: v[k] for k in ("node_hf_cache_dir", "node_hf_cache_mount")},
+                each=True,
+            ),
+            check(
+                "node_token_file",
+                lambda c, v: {k: v[k] for k in ("node_hf_token_file", "node_hf_cache_dir")},
                 each=True,
             ),
             check("node_model", lambda c, v: {"node_model": v["node_model"]}, each=True),
@@ -650,6 +655,13 @@ CASES = {
         ("node_hf_cache_dir ('relative/cache')", "absolute"),
         {"node_hf_cache_dir": "relative/cache"},
         proven_by="node_cache_dirs",
+    ),
+    "node-token-in-the-cache": Case(
+        "node",
+        "combination",
+        ("node_hf_token_file (/var/lib/gb10-lab/node0/huggingface/token) lies in",),
+        {"node_hf_token_file": "/var/lib/gb10-lab/node0/huggingface/token"},
+        proven_by="node_token_file",
     ),
     "node-model-without-org": Case(
         "node",

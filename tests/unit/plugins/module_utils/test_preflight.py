@@ -51,6 +51,8 @@ GOOD = [
     ("node_ids", {"node_container_uid": "1000", "node_container_gid": 1000.7}),
     ("node_ids", {"node_container_uid": "abc", "node_container_gid": 1000}),  # as Jinja: 0
     ("node_cache_dirs", {"node_hf_cache_dir": "/srv/hf", "node_hf_cache_mount": "/c"}),
+    ("node_token_file", {"node_hf_token_file": "/etc/t", "node_hf_cache_dir": "/srv/hf"}),
+    ("node_token_file", {"node_hf_token_file": "/srv/hf-token", "node_hf_cache_dir": "/srv/hf"}),
     ("node_model", {"node_model": "deepseek-ai/DeepSeek-V4-Flash-DSpark"}),
     ("node_model", {"node_model": "gb10-lab/tiny-llama"}),
     ("node_revision", {"node_model_revision": "main"}),
@@ -146,6 +148,17 @@ BAD = {
         "node_cache_dirs",
         {"node_hf_cache_dir": "/", "node_hf_cache_mount": "/c"},
         "node_hf_cache_dir ('/') and node_hf_cache_mount ('/c')",
+    ),
+    "token-in-the-cache": (
+        "node_token_file",
+        {"node_hf_token_file": "/srv/hf//token", "node_hf_cache_dir": "/srv/hf/"},
+        "node_hf_token_file (/srv/hf/token) lies in node_hf_cache_dir (/srv/hf), which the "
+        "engine mounts",
+    ),
+    "token-relative": (
+        "node_token_file",
+        {"node_hf_token_file": "hf-token", "node_hf_cache_dir": "/srv/hf"},
+        "node_hf_token_file ('hf-token') must be an absolute file path",
     ),
     "model-with-two-slashes": (
         "node_model",
