@@ -34,6 +34,19 @@ def test_lab_inventory_plans_both_nodes_with_each_other_as_peer():
     assert plan["nodes"]["node1"]["peer"] == "192.168.100.10"
 
 
+def test_through_a_switch_every_node_checks_every_other():
+    """Four nodes on one fabric subnet: the link checks ping every pair (roles/fabric/tasks/
+    verify.yml loops over peers), each node all three others, in inventory order."""
+    four = {f"node{n}": node(address=f"192.168.100.{10 + n}/24") for n in range(4)}
+    plan = plan_fabric(four)
+    assert plan.errors == []
+    for n in range(4):
+        others = [f"192.168.100.{10 + m}" for m in range(4) if m != n]
+        assert plan.nodes[f"node{n}"].peers == others
+    pairs = {frozenset((a.ipv4, peer)) for a in plan.nodes.values() for peer in a.peers}
+    assert len(pairs) == 6
+
+
 def test_point_to_point_slash_31_and_link_local_are_accepted():
     plan = plan_fabric(
         {"a": node(address="169.254.35.62/31"), "b": node(address="169.254.35.63/31")}
