@@ -418,6 +418,12 @@ def _flag_setting(words, flag, defaults):
     return found
 
 
+def flag_int(argv, flag):
+    """The whole number the last ``flag`` of a rendered command gives (``--flag V`` or
+    ``--flag=V``, '-' or '_' in the name), or None when it is unset or no number."""
+    return _flag_setting([str(word) for word in argv or []], flag, {})[0]
+
+
 def recipe_warnings(recipe):
     """What would deploy but run badly or not as meant; each sentence says why and the fix.
 

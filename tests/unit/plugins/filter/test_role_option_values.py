@@ -224,7 +224,20 @@ def gates(**changes) -> dict:
         )
     }
     values["max_model_len"] = lab["vllm_recipe"]["defaults"]["max_model_len"]
+    # __vllm_base_argv: the lab recipe's command, rendered as preflight.yml renders it.
+    values["recipe_argv"] = FILTERS["render_recipe_command"](
+        lab["vllm_recipe"], {"host": "127.0.0.1", "port": 8000}, argv=True
+    )
     return {**values, **changes}
+
+
+# A backend line as vLLM prints it, after a line the lab head's log has (the CPU build logs
+# no backend, so a gate on one is unverified there, never missed).
+RESOLVED = "Resolved architecture: LlamaForCausalLM"
+
+
+def backend_line(message):
+    return (RESOLVED, f"{RESOLVED}\n(EngineCore_DP0 pid=1) INFO 12-02 12:32:20 [x.py:1] {message}")
 
 
 def test_the_lab_head_passes_the_lab_gates():
@@ -233,6 +246,8 @@ def test_the_lab_head_passes_the_lab_gates():
         "failures": [],
         "stop": [],
         "warnings": [],
+        "unverified": [],
+        "advice": [],
     }
 
 
@@ -242,17 +257,20 @@ def test_the_lab_head_passes_the_lab_gates():
         pytest.param(
             "vllm_expected_attention_backend",
             "TORCH_SDPA",
-            (),
-            "attention backend is not in the log, expected TORCH_SDPA"
-            " (vllm_expected_attention_backend)",
-            id="attention-backend",
+            (backend_line("Using CPU_ATTN attention backend out of potential backends: []."),),
+            "attention backend is CPU_ATTN, expected TORCH_SDPA (vllm_expected_attention_backend)",
+            id="derived-attention-backend",
         ),
         pytest.param(
             "vllm_expected_moe_backend",
             "b12x",
-            (),
-            "MoE backend is not in the log, expected b12x (vllm_expected_moe_backend)",
-            id="moe-backend",
+            (
+                backend_line(
+                    "Using 'FLASHINFER_CUTLASS' NvFp4 MoE backend out of potential backends: []."
+                ),
+            ),
+            "MoE backend is FLASHINFER_CUTLASS, expected b12x (vllm_expected_moe_backend)",
+            id="derived-moe-backend",
         ),
         pytest.param(
             "vllm_expected_speculative_method",
