@@ -424,8 +424,14 @@ class HubHandler(BaseHTTPRequestHandler):
                 data = handle.read(min(chunk, length - record["sent"]))
                 if not data:
                     break
-                self.wfile.write(data)
+                # Counted before the write: a stop logs this record from another thread,
+                # and the client may hold bytes of a write that has not returned yet.
                 record["sent"] += len(data)
+                try:
+                    self.wfile.write(data)
+                except OSError:
+                    record["sent"] -= len(data)
+                    raise
                 if rate:
                     ahead = started + record["sent"] / rate - time.monotonic()
                     if ahead > 0:
