@@ -78,7 +78,7 @@ MOVED_FILES = (
 )
 PLAN_TASK = "Work out this node's engine container"
 FABRIC_FACTS_TASK = "Set this node's fabric facts and engine environment"
-PING_TASK = "Ping the peer at full MTU without fragmenting"
+PING_TASK = "Ping every peer at full MTU without fragmenting"
 RUNTIME_TASK = "Ask the Docker engine about itself"
 NODE_ENGINE_TASK = "Hand the node's engine settings to the vllm role"
 
@@ -270,9 +270,13 @@ def test_the_cache_would_go_to_the_moved_owner(moved):
 
 
 def pinged(res: dict) -> str:
-    """How many pings the ping task's command sends (its -c)."""
-    command = res["cmd"] if isinstance(res["cmd"], list) else shlex.split(res["cmd"])
-    return command[command.index("-c") + 1]
+    """How many pings the ping task's commands send (their -c; one command per peer)."""
+    counts = set()
+    for item in res["results"]:
+        command = item["cmd"] if isinstance(item["cmd"], list) else shlex.split(item["cmd"])
+        counts.add(command[command.index("-c") + 1])
+    (count,) = counts
+    return count
 
 
 def test_the_gid_table_source_and_the_ping_count_are_the_inventory_s(moved):

@@ -138,7 +138,7 @@ def test_root_follows_no_link_the_container_uid_planted_in_the_jit_cache(converg
         assert run.status == "failed"
         joined = "\n".join(run.failure_messages)
         for node, entry in planted.items():
-            assert f"{cache_dir(node)}/{entry} already exists as a link" in joined, joined
+            assert f"On {node}, {cache_dir(node)}/{entry} is a symlink" in joined, joined
             # Neither given to the UID nor filled with the JIT dirs.
             outside = f"/var/lib/gb10-lab/{node}/outside"
             assert node_sh(node, f"stat -c '%a %u %g' {outside}").stdout.split() == [
