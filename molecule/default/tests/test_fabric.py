@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-import testinfra
+from _lab import ansible_host, lab_host
 
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-INVENTORY = PROJECT / "inventory" / "lab"
 FABRIC_IF = "enp1s0f1np1"
 LAB_SYSFS = "/var/lib/gb10-lab/sys"
 # node: (fabric IPv4, RoCE v2 IPv4 GID index the lab tree holds, as on the field's cluster)
 EXPECTED = {"node0": ("192.168.100.10", 3), "node1": ("192.168.100.11", 4)}
 
 
-def node(name: str):
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}")
-
-
 @pytest.fixture(scope="module", params=sorted(EXPECTED))
 def lab_node(request):
-    return request.param, node(request.param)
+    return request.param, lab_host(request.param)
 
 
 @pytest.mark.parametrize("source", ["sysfs", "show_gids"])
 def test_module_resolves_the_per_node_gid_index(lab_node, source):
-    name, host = lab_node
+    name, _host = lab_node
     ipv4, index = EXPECTED[name]
-    result = host.ansible(
+    result = ansible_host(name).ansible(
         "gb10.serving.roce_gid_info",
         f"source={source} sysfs_root={LAB_SYSFS} netdev={FABRIC_IF} ipv4={ipv4}",
         check=False,
@@ -43,8 +34,8 @@ def test_module_resolves_the_per_node_gid_index(lab_node, source):
 
 
 def test_module_fails_loudly_for_an_address_the_node_does_not_hold(lab_node):
-    _name, host = lab_node
-    result = host.ansible(
+    name, _host = lab_node
+    result = ansible_host(name).ansible(
         "gb10.serving.roce_gid_info",
         f"source=sysfs sysfs_root={LAB_SYSFS} netdev={FABRIC_IF} ipv4=192.168.100.99",
         check=False,

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
-import testinfra
+from _lab import lab_host
 
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-INVENTORY = PROJECT / "inventory" / "lab"
 PEERS = {"node0": "192.168.100.11", "node1": "192.168.100.10"}
 
 
 @pytest.fixture(scope="module", params=sorted(PEERS))
 def lab_node(request):
-    return request.param, testinfra.get_host(
-        f"ansible://{request.param}?ansible_inventory={INVENTORY}"
-    )
+    return request.param, lab_host(request.param)
 
 
 def test_the_unit_loads_the_rules_at_boot(lab_node):

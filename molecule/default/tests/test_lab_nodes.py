@@ -1,6 +1,6 @@
 """Verify the real state of the two lab nodes after converge (Molecule verifier: testinfra).
 
-The nodes are reached through the same inventory as `make demo` (inventory/lab).
+The nodes are reached over SSH as the play reaches them (see _lab.py).
 """
 
 from __future__ import annotations
@@ -11,10 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-import testinfra
+from _lab import ansible_host, lab_host
 
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-INVENTORY = PROJECT / "inventory" / "lab"
 NODES = ("node0", "node1")
 FABRIC_IF = "enp1s0f1np1"
 SYSFS_ROOT = "/var/lib/gb10-lab/sys"
@@ -22,18 +20,14 @@ SYSFS_ROOT = "/var/lib/gb10-lab/sys"
 EXPECTED_GID_INDEX = {"node0": 3, "node1": 4}
 
 
-def node(name: str):
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}")
-
-
 def fabric_ipv4(name: str) -> str:
-    address = node(name).ansible.get_variables()["fabric_address"]
+    address = ansible_host(name).ansible.get_variables()["fabric_address"]
     return str(ipaddress.ip_interface(address).ip)
 
 
 @pytest.fixture(scope="module", params=NODES)
-def lab_node(request):
-    return request.param, node(request.param)
+def lab_lab_host(request):
+    return request.param, lab_host(request.param)
 
 
 def test_systemd_is_pid1_and_running(lab_node):
@@ -52,7 +46,7 @@ def test_fabric_interface_has_real_name_and_jumbo_mtu(lab_node):
 
 def test_jumbo_ping_crosses_the_cable_without_fragmenting():
     peer = fabric_ipv4("node1")
-    host = node("node0")
+    host = lab_host("node0")
     fits = host.run(f"ping -c 1 -W 2 -M do -s 8972 -I {FABRIC_IF} {peer}")
     assert fits.rc == 0, fits.stdout + fits.stderr
     # One byte more must not fit: the path MTU really is 9000, not larger.

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
-import testinfra
+from _lab import lab_host
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "lab"))
 from production import read_vault  # noqa: E402 (lab/production.py)
 
-PROJECT = Path(os.environ.get("MOLECULE_PROJECT_DIRECTORY", Path(__file__).parents[3]))
-INVENTORY = PROJECT / "inventory" / "lab"
 UID = 1000
 JIT = ("triton", "torch_extensions", "vllm", "flashinfer", "tvm-ffi")
 # The production-shaped inventory's checkpoint, downloaded from the lab hub.
 REPO = "hub/models--gb10-lab--tiny-coder"
-
-
-def node(name: str):
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}")
 
 
 def cache(name: str) -> str:
@@ -30,7 +23,7 @@ def cache(name: str) -> str:
 
 @pytest.fixture(scope="module", params=["node0", "node1"])
 def lab_node(request):
-    return request.param, node(request.param)
+    return request.param, lab_host(request.param)
 
 
 def test_cache_and_six_jit_dirs_belong_to_the_container_uid(lab_node):
@@ -67,7 +60,7 @@ def test_engine_cache_environment_points_into_the_mounted_cache(lab_node):
 def test_both_nodes_hold_the_same_complete_snapshot():
     manifests = {}
     for name in ("node0", "node1"):
-        host = node(name)
+        host = lab_host(name)
         repo = f"{cache(name)}/{REPO}"
         commit = host.file(f"{repo}/refs/main").content_string.strip()
         assert len(commit) == 40
