@@ -26,7 +26,7 @@ def fabric_ipv4(name: str) -> str:
 
 
 @pytest.fixture(scope="module", params=NODES)
-def lab_lab_host(request):
+def lab_node(request):
     return request.param, lab_host(request.param)
 
 
