@@ -9,14 +9,16 @@ in one sequence, each step starting from what the one before left:
 2. crash: a new deployment, bob removed from the users, whose worker engine is killed
    (SIGKILL, as the OOM killer does) while the cluster boots: the run said why it restarts
    (bob removed), then fails with the cause, every engine stopped;
-3. recovery without bob: the next run restarts (the engines are stopped) and serves; bob's
-   key is locked out and his client directory removed;
-4. the inventory in check mode: it would add bob back and restart, onto the deployment the
+3. recovery for bob alone, his key no longer given: the next run restarts (the engines are
+   stopped) and serves; alice's key is locked out and her client directory removed; bob's
+   given key is rotated (a new one generated, the given one refused), and the run says so;
+4. the inventory in check mode: it would add alice back and restart, onto the deployment the
    converge started (the same fingerprint), and changes nothing.
 
-The lab is left serving the inventory's recipe for alice only: this is the last module of
-the integration stage (conftest orders `disruptive` last), the Molecule stage after it
-deploys its own inventory, and the next session's converge puts the inventory back. A real
+The lab is left serving the inventory's recipe for bob only, with a generated key: this is
+the last module of the integration stage (conftest orders `disruptive` last), the Molecule
+stage after it deploys its own inventory, and the next session's converge puts the inventory
+back. A real
 run of step 4 would cost one more engine boot and prove nothing step 4 does not.
 """
 
@@ -56,6 +58,8 @@ VARIANTS = [
     {"name": "short", "overrides": {"max_model_len": 256}},
 ]
 ONLY_ALICE = {"vllm_api_users": [{"name": "alice"}]}
+# Bob is listed without the key the inventory gives him: the given key must be rotated.
+ONLY_BOB_UNKEYED = {"vllm_api_users": [{"name": "bob"}]}
 FINGERPRINT_TASK = "Fingerprint the whole deployment (every node's container, the recipe, the keys)"
 
 
@@ -117,6 +121,21 @@ def crash_run(tmp_path):
     return result["run"], restarted
 
 
+def said_by(run) -> str:
+    """What a step that had to succeed said (its debug messages), after checking it did."""
+    assert run.status == "successful", run.failure_messages
+    return "\n".join(run.debug_messages)
+
+
+def restore_key(name: str, key: str) -> None:
+    """Put a user's generated key back where the role keeps it (0700 directory, 0600 file)."""
+    directory = CLIENTS / name
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = directory / "api-key"
+    path.touch(mode=0o600)
+    path.write_text(f"{key}\n")
+
+
 @pytest.fixture(scope="module")
 def life(converged, tmp_path_factory):
     """Run the four steps, each from where the one before left the lab."""
@@ -144,13 +163,19 @@ def life(converged, tmp_path_factory):
         steps["after_crash"] = engines_state()
 
         steps["remove"] = run_playbook(
-            SITE, tmp_path_factory.mktemp("remove"), extravars=ONLY_ALICE, skip_tags="bench"
+            SITE, tmp_path_factory.mktemp("remove"), extravars=ONLY_BOB_UNKEYED, skip_tags="bench"
         )
-        steps["bob_after_remove"] = chat(steps["keys"]["bob"]).status_code
         steps["alice_after_remove"] = chat(steps["keys"]["alice"]).status_code
-        steps["bob_dir_after_remove"] = (CLIENTS / "bob").exists()
+        steps["alice_dir_after_remove"] = (CLIENTS / "alice").exists()
+        steps["bob_given_after_rotation"] = chat(steps["keys"]["bob"]).status_code
+        steps["keys"]["bob rotated"] = user_key("bob")
+        steps["bob_rotated_after_rotation"] = chat(steps["keys"]["bob rotated"]).status_code
+        steps["bob_files_after_rotation"] = sorted(p.name for p in (CLIENTS / "bob").iterdir())
     finally:
-        # Whatever failed above, the inventory in check mode: it must change nothing.
+        # Whatever failed above, the inventory in check mode: it must change nothing. Alice's
+        # key is put back first, as an owner restores a backup, so that the check run plans
+        # the converge's deployment (the users' keys are in its fingerprint).
+        restore_key("alice", steps["keys"]["alice"])
         steps["before_restore"] = engines_state()
         steps["restore"] = run_playbook(SITE, tmp_path_factory.mktemp("restore"), check=True)
         steps["after_restore"] = engines_state()
@@ -218,23 +243,32 @@ def test_removing_a_user_says_the_engine_restarts_and_locks_them_out(life):
     assert "Restarting the engine on every node" in said_before_crash
     assert "API users removed: bob" in said_before_crash
     assert "vLLM reads its API keys only when it starts" in said_before_crash
-    run = life["remove"]
-    assert run.status == "successful", run.failure_messages
-    said = "\n".join(run.debug_messages)
+    said = said_by(life["remove"])
     # The run after the crash names the stopped engines among its reasons.
     assert "Restarting the engine on every node" in said
     assert "node1: the engine is exited" in said
     assert "Removed the client directory and key of the API users no longer in" in said
-    assert life["bob_after_remove"] == 401
-    assert life["alice_after_remove"] == 200
-    assert not life["bob_dir_after_remove"]
+    assert life["alice_after_remove"] == 401
+    assert not life["alice_dir_after_remove"]
+
+
+def test_a_key_no_longer_given_is_rotated_and_the_old_one_refused(life):
+    said = said_by(life["remove"])
+    assert "Rotating the key of the API users whose key is no longer given" in said
+    assert "vllm_api_users: bob." in said
+    keys = life["keys"]
+    assert keys["bob rotated"] != keys["bob"]
+    assert len(keys["bob rotated"]) == 48
+    assert life["bob_given_after_rotation"] == 401
+    assert life["bob_rotated_after_rotation"] == 200
+    # A generated key carries no marker: the next run keeps it.
+    assert life["bob_files_after_rotation"] == ["api-key", "client.json", "env"]
 
 
 def test_the_inventory_would_add_the_user_back_onto_the_converge_s_deployment(life):
     run = life["restore"]
-    assert run.status == "successful", run.failure_messages
-    said = "\n".join(run.debug_messages)
-    assert "API users added: bob" in said
+    said = said_by(run)
+    assert "API users added: alice" in said
     assert "Check mode: this run would restart the engine on every node" in said
     # The plan is the converge's deployment again: the same fingerprint, and its recipe.
     fingerprints = task_facts(run, FINGERPRINT_TASK)
@@ -242,8 +276,9 @@ def test_the_inventory_would_add_the_user_back_onto_the_converge_s_deployment(li
     planned = task_facts(run, "Work out this node's engine container")
     assert "--max-model-len 512" in " ".join(planned["node0"]["__vllm_node"]["spec"]["command"])
     assert life["after_restore"] == life["before_restore"]
-    assert user_key("alice") == life["keys"]["alice"]
-    assert not (CLIENTS / "bob").exists()
+    assert user_key("bob") == life["keys"]["bob rotated"]
+    # Check mode wrote nothing: alice's directory holds the key put back, and nothing else.
+    assert sorted(p.name for p in (CLIENTS / "alice").iterdir()) == ["api-key"]
 
 
 def test_no_step_shows_a_key_and_no_saved_log_holds_one(life):
