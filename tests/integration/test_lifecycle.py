@@ -18,8 +18,7 @@ in one sequence, each step starting from what the one before left:
 The lab is left serving the inventory's recipe for bob only, with a generated key: this is
 the last module of the integration stage (conftest orders `disruptive` last), the Molecule
 stage after it deploys its own inventory, and the next session's converge puts the inventory
-back. A real
-run of step 4 would cost one more engine boot and prove nothing step 4 does not.
+back. A real run of step 4 would cost one more engine boot and prove nothing step 4 does not.
 """
 
 from __future__ import annotations
