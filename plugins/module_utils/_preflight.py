@@ -346,6 +346,23 @@ def engine_clients_problems(
     ]
 
 
+# A cluster's name: one directory name under ~/.config/gb10-serving on the controller.
+_CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def engine_cluster_name_problems(gb10_cluster_name) -> List[str]:
+    """The cluster's name is a directory name: a letter or digit, then 63 of ``A-Za-z0-9._-``."""
+    if isinstance(gb10_cluster_name, str) and _matches(_CLUSTER_NAME, gb10_cluster_name):
+        return []
+    return [
+        "gb10_cluster_name names this cluster's directory of keys and client configurations "
+        "on the controller (~/.config/gb10-serving/<name>): a letter or digit, then up to 63 "
+        f"letters, digits, '.', '_' or '-' (got {_truncate(_text(gb10_cluster_name), 60)}). "
+        "Its default is the inventory's directory name; set gb10_cluster_name in the "
+        "inventory's group_vars."
+    ]
+
+
 # Environment the engine must not get from the recipe or vllm_extra_env, with the variable
 # that gives it instead: a recipe's VLLM_API_KEY would override the root-only env file (an
 # empty one switches authentication off) and show in `docker inspect`; a token there would
@@ -414,6 +431,7 @@ CHECKS = {
     "engine_listen": engine_listen_problems,
     "engine_api_key": engine_api_key_problems,
     "engine_clients": engine_clients_problems,
+    "engine_cluster_name": engine_cluster_name_problems,
     "engine_reserved_env": engine_reserved_env_problems,
     "engine_wait": engine_wait_problems,
     "sweep_variants": sweep_variants_problems,

@@ -448,6 +448,11 @@ PREFLIGHT = (
                 },
             ),
             check(
+                "engine_cluster_name",
+                # No default but the inventory's directory name (inventory/lab).
+                lambda c, v: {"gb10_cluster_name": v.get("gb10_cluster_name", "lab")},
+            ),
+            check(
                 "engine_api_key",
                 lambda c, v: {"vllm_api_key": v["vllm_api_key"]},
                 when=lambda v: len(v["vllm_api_key"]) > 0,
@@ -762,6 +767,13 @@ CASES = {
         ("vllm_engine_keys_file", ".yaml"),
         {"vllm_engine_keys_file": "/etc/gb10-serving/keys.txt"},
         proven_by="engine_clients",
+    ),
+    "cluster-name-a-path": Case(
+        "vllm",
+        "format",
+        ("gb10_cluster_name", "(got ../blue)"),
+        {"gb10_cluster_name": "../blue"},
+        proven_by="engine_cluster_name",
     ),
     "service-key-short": Case(
         "vllm", "range", ("vllm_api_key",), {"vllm_api_key": "short"}, proven_by="engine_api_key"

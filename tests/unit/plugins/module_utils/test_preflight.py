@@ -77,6 +77,8 @@ GOOD = [
         "engine_clients",
         {**CLIENTS, "vllm_api_host": "head.example.org", "vllm_engine_keys_file": "/k.yml"},
     ),
+    ("engine_cluster_name", {"gb10_cluster_name": "production"}),
+    ("engine_cluster_name", {"gb10_cluster_name": "Lab-2.blue_" + "x" * 53}),
     ("engine_reserved_env", {"recipe_env": {"OMP_NUM_THREADS": "1"}, "vllm_extra_env": {}}),
     ("engine_reserved_env", {"recipe_env": None, "vllm_extra_env": {"VLLM_HOST_IP": "x"}}),
     ("engine_wait", {"vllm_ready_timeout": 1800, "vllm_ready_poll": 15}),
@@ -289,6 +291,26 @@ BAD = {
         {**CLIENTS, "vllm_client_config_dir": ""},
         "vllm_client_config_dir a controller directory (got );",
     ),
+    "cluster-name-a-path": (
+        "engine_cluster_name",
+        {"gb10_cluster_name": "../other"},
+        "gb10_cluster_name names this cluster's directory of keys and client configurations on "
+        "the controller (~/.config/gb10-serving/<name>): a letter or digit, then up to 63 "
+        "letters, digits, '.', '_' or '-' (got ../other). Its default is the inventory's "
+        "directory name; set gb10_cluster_name in the inventory's group_vars.",
+    ),
+    "cluster-name-empty": ("engine_cluster_name", {"gb10_cluster_name": ""}, "(got )."),
+    "cluster-name-too-long": (
+        "engine_cluster_name",
+        {"gb10_cluster_name": "x" * 70},
+        "(got " + "x" * 57 + "...).",
+    ),
+    "cluster-name-with-a-space": (
+        "engine_cluster_name",
+        {"gb10_cluster_name": "my cluster"},
+        "(got my cluster).",
+    ),
+    "cluster-name-not-a-string": ("engine_cluster_name", {"gb10_cluster_name": None}, "(got )."),
     "keys-file-relative": (
         "engine_clients",
         {**CLIENTS, "vllm_engine_keys_file": "keys.yaml"},
