@@ -53,7 +53,9 @@ stage_integration() {
   pytest -q --durations=10 --junitxml="$results/integration.xml" tests/integration
 }
 
-stage_molecule() { molecule test --all; }
+# Reset first: the state of a run that was killed says the instances exist, and Molecule
+# would then skip create (the lab nodes and the throttled hub that converge downloads from).
+stage_molecule() { molecule reset && molecule test --all; }
 
 all_stages=(setup lint sanity units pytest integration molecule)
 # What needs no lab; in a full run these go on beside the lab stages (see below).
