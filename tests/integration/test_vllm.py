@@ -144,6 +144,55 @@ def test_the_lab_engines_ask_for_no_gpu_rdma_device_or_memlock(converged):
         assert "memlock" not in ulimits, node
 
 
+def test_the_engines_gain_no_privilege_and_run_one_pinned_image(converged):
+    """No new privileges and no capability; every engine starts from the image ID of the
+    recipe's tag (the lab's engine image is built here, so it has no registry digest), and
+    the service facts say so."""
+    image = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", "gb10-lab-engine:lab"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert image.startswith("sha256:")
+    for node, name in ENGINES.items():
+        container = inspect(name)
+        assert container["HostConfig"]["SecurityOpt"] == ["no-new-privileges:true"], node
+        assert container["HostConfig"]["CapDrop"] == ["ALL"], node
+        assert not container["HostConfig"].get("CapAdd"), node
+        assert container["Image"] == image, node
+        assert container["Config"]["Image"] == image, node
+    service = task_facts(converged, "Keep the cluster's service facts")["node0"]["vllm_service"]
+    assert service["image"] == "gb10-lab-engine:lab"
+    assert service["image_pinned"] == image
+
+
+def test_nodes_holding_different_images_stop_before_the_engines_change(converged, tmp_path):
+    """node1's recipe names another image (the lab nodes share one Docker daemon, so a
+    different tag stands in for a node that pulled the tag at another time): the run stops
+    at the image check, naming node1 and what each node holds, and the engines are as they
+    were."""
+    other = "gb10-lab-other-engine:test"
+    node_image = inspect(NODE_CONTAINERS["node0"])["Image"]
+    subprocess.run(["docker", "tag", node_image, other], check=True)
+    overlay = tmp_path / "other_image_on_node1.yml"
+    overlay.write_text(
+        "gb10_cluster:\n  children:\n    gb10_workers:\n      hosts:\n        node1:\n"
+        f"          vllm_recipe_overrides: {{container: '{other}'}}\n"
+    )
+    before = engines_state()
+    try:
+        run = run_playbook(SITE, tmp_path, inventories=(LAB_INVENTORY, overlay), tags="vllm")
+    finally:
+        subprocess.run(["docker", "rmi", other], check=True, capture_output=True)
+    assert run.status == "failed"
+    said = " ".join(" ".join(run.failure_messages).split())
+    assert "is not the same image on every node" in said
+    assert "node1 differs" in said
+    assert "Nothing has been changed on the engines." in said
+    assert engines_state() == before
+
+
 def test_boot_log_facts(converged):
     facts = task_facts(converged, "Keep this node's boot facts")
     head = facts["node0"]["vllm_boot"]
