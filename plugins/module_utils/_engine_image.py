@@ -29,7 +29,7 @@ _HUB_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 
 def split_reference(reference: str):
     """``repo[:tag][@digest]`` -> (repository, tag or '', digest or '')."""
-    name, _, digest = reference.partition("@")
+    name, _sep, digest = reference.partition("@")
     # A ':' after the last '/' is the tag's; one before it is a registry's port.
     slash = name.rfind("/")
     colon = name.rfind(":")
@@ -61,7 +61,7 @@ def pin(reference: str, image: Optional[Mapping]) -> dict:
     if not image:
         return {"reference": reference, "pinned": "", "by": "absent"}
     for entry in image.get("RepoDigests") or []:
-        name, _, entry_digest = str(entry).partition("@")
+        name, _sep, entry_digest = str(entry).partition("@")
         if _normal(name) == _normal(repository) and entry_digest.startswith(_DIGEST_PREFIX):
             return {
                 "reference": reference,
