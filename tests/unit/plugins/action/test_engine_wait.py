@@ -13,7 +13,10 @@ import time
 import pytest
 from ansible import constants as C
 from ansible_collections.gb10.serving.plugins.action import engine_wait
-from ansible_collections.gb10.serving.tests.unit.plugins.action.utils import run_action
+from ansible_collections.gb10.serving.tests.unit.plugins.action.utils import (
+    load_shell_plugins,
+    run_action,
+)
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api import (
     FakeDockerApi,
 )
@@ -79,6 +82,7 @@ def wait_on_both(dockers, api_url, **extra):
             task_uuid="the-wait-task",
         )
 
+    load_shell_plugins()
     threads = [threading.Thread(target=one, args=(node,)) for node in ("node0", "node1")]
     for thread in threads:
         thread.start()

@@ -11,6 +11,14 @@ from ansible.plugins.connection.local import Connection
 from ansible.template import Templar
 
 
+def load_shell_plugins():
+    """Load Ansible's shell plugins in this thread. Ansible runs hosts in forked workers, so its
+    plugin loader is not thread-safe: two threads building their first connection at once can see
+    a half-loaded doc fragment. Tests that run an action on several hosts in threads call this
+    before starting them."""
+    Connection(PlayContext(), None)
+
+
 def run_action(
     action_class, name, args, check_mode=False, basedir=None, task_vars=None, task_uuid=None
 ):
