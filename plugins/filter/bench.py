@@ -6,14 +6,14 @@ sweep_choice."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
-    BenchReportError,
-    check_bench_inputs,
+from ansible_collections.gb10.serving.plugins.module_utils._bench_common import BenchReportError
+from ansible_collections.gb10.serving.plugins.module_utils._bench_inputs import check_bench_inputs
+from ansible_collections.gb10.serving.plugins.module_utils._bench_serve import parse_bench_serve
+from ansible_collections.gb10.serving.plugins.module_utils._bench_sweep import (
     choose_sweep_final,
     expand_sweep,
-    parse_bench_serve,
-    score_tool_calls,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._bench_tool_calls import score_tool_calls
 from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 

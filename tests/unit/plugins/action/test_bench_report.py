@@ -18,13 +18,13 @@ import sys
 import pytest
 from ansible.errors import AnsibleActionFail
 from ansible_collections.gb10.serving.plugins.action.bench_report import ActionModule
-from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
+from ansible_collections.gb10.serving.plugins.module_utils._bench_common import LAB_NOTE
+from ansible_collections.gb10.serving.plugins.module_utils._bench_reference import (
     FIELD_REPORT_REFERENCE,
-    LAB_NOTE,
-    build_report,
-    normalize_bench_json,
-    score_tool_calls,
 )
+from ansible_collections.gb10.serving.plugins.module_utils._bench_report import build_report
+from ansible_collections.gb10.serving.plugins.module_utils._bench_serve import normalize_bench_json
+from ansible_collections.gb10.serving.plugins.module_utils._bench_tool_calls import score_tool_calls
 from ansible_collections.gb10.serving.tests.unit.plugins.action.utils import (
     run_action as run_plugin,
 )

@@ -26,7 +26,7 @@ from ansible_collections.gb10.serving.plugins.filter.vllm_log import (
 from ansible_collections.gb10.serving.plugins.filter.vllm_recipe import (
     FilterModule as RecipeFilters,
 )
-from ansible_collections.gb10.serving.plugins.module_utils._bench_report import compare_variants
+from ansible_collections.gb10.serving.plugins.module_utils._bench_sweep import compare_variants
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.captures import (
     edit,
     load_capture,

@@ -33,11 +33,9 @@ from ansible_collections.gb10.serving.plugins.module_utils._api_access import (
     api_user_problems,
     cidr_problems,
 )
-from ansible_collections.gb10.serving.plugins.module_utils._bench_report import (
-    BenchReportError,
-    check_bench_inputs,
-    expand_sweep,
-)
+from ansible_collections.gb10.serving.plugins.module_utils._bench_common import BenchReportError
+from ansible_collections.gb10.serving.plugins.module_utils._bench_inputs import check_bench_inputs
+from ansible_collections.gb10.serving.plugins.module_utils._bench_sweep import expand_sweep
 from ansible_collections.gb10.serving.plugins.module_utils._fabric_plan import plan_fabric
 from ansible_collections.gb10.serving.plugins.module_utils._firewall import firewall_plan
 from ansible_collections.gb10.serving.plugins.module_utils._preflight import CHECKS
