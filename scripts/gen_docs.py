@@ -17,8 +17,9 @@ Pages written (every other file under docs/ is hand-written and left alone):
 * ``docs/troubleshooting.md``: every error kind of the vLLM log parser
   (``plugins/module_utils/_vllm_log.py``: ``ERROR_KINDS``, ``ERROR_KIND_HELP``,
   ``ERROR_HINTS``, ``FATAL_KINDS``) with the hints the boot-log facts carry and the sample
-  lines of the parser's tests that give them (run through the parser here, so a page never
-  shows a line under a kind the parser does not give it).
+  lines that give them: the real captures and the constructed lines of
+  ``fixtures/vllm/error_lines.yml``, data the parser's tests read too (run through the parser
+  here, so a page never shows a line under a kind the parser does not give it).
 
 The output depends on the sources only: options sorted by name, entry points ``main`` first
 and then by name, roles and playbooks by name, no dates. tests/packaging/test_docs.py fails
@@ -28,7 +29,6 @@ when the committed pages differ from what this script writes now.
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib.util
 import re
 import sys
@@ -39,8 +39,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 COLLECTION = "gb10.serving"
 PARSER = Path("plugins/module_utils/_vllm_log.py")
-PARSER_TESTS = Path("tests/unit/plugins/module_utils/test_vllm_log.py")
 VLLM_FIXTURES = Path("tests/unit/plugins/module_utils/fixtures/vllm")
+# The constructed error lines the parser's tests check, as data (the tests read it too).
+ERROR_LINES = VLLM_FIXTURES / "error_lines.yml"
 ROLE_PAGES = Path("docs/roles")
 # Hand-written pages the index links to when they exist.
 HAND_WRITTEN = (("faults.md", "What the roles' other failure messages mean and what to change"),)
@@ -570,34 +571,12 @@ def render_index(root: Path, roles: list[str]) -> str:
 # --- troubleshooting --------------------------------------------------------------------
 
 
-def _test_cases(path: Path, kinds) -> list[tuple[str, str]]:
-    """(label, log line) of every ``pytest.param(line, kind, ...)`` in the parser's tests."""
+def _error_lines(path: Path) -> list[tuple[str, str]]:
+    """(source, log line) of every constructed error line the parser's tests check."""
     if not path.is_file():
         return []
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    cases = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and len(node.args) >= 2):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name != "param":
-            continue
-        line, kind = node.args[0], node.args[1]
-        if not (isinstance(line, ast.Constant) and isinstance(line.value, str)):
-            continue
-        if not (isinstance(kind, ast.Constant) and kind.value in kinds):
-            continue
-        label = next(
-            (
-                k.value.value
-                for k in node.keywords
-                if k.arg == "id" and isinstance(k.value, ast.Constant)
-            ),
-            f"line {node.lineno}",
-        )
-        cases.append((f"the test case {code(label)} of {code(path.name)}", line.value))
-    return cases
+    cases = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    return [(f"the case {code(case['id'])} of {code(path.name)}", case["line"]) for case in cases]
 
 
 def error_samples(root: Path, parser) -> list[tuple[str, str, str, str]]:
@@ -609,7 +588,7 @@ def error_samples(root: Path, parser) -> list[tuple[str, str, str, str]]:
         for error in result["errors"]:
             source = f"the capture {code(path.relative_to(root).as_posix())}"
             samples.append((error["kind"], error["hint"], error["line"], source))
-    for label, line in _test_cases(root / PARSER_TESTS, parser.ERROR_KINDS):
+    for label, line in _error_lines(root / ERROR_LINES):
         for error in parser.parse_text(line + "\n")["errors"]:
             samples.append((error["kind"], error["hint"], line, label))
     return samples

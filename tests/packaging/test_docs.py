@@ -112,7 +112,7 @@ def test_check_mode_reports_a_stale_page(tmp_path):
     (tmp_path / "roles" / "demo" / "defaults" / "main.yml").write_text(
         "---\ndemo_port: 2\ndemo_extra: x\n", encoding="utf-8"
     )
-    for path in (gen_docs.PARSER, gen_docs.PARSER_TESTS):
+    for path in (gen_docs.PARSER, gen_docs.ERROR_LINES):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text((ROOT / path).read_text(encoding="utf-8"), encoding="utf-8")
     assert gen_docs.main(["--root", str(tmp_path)]) == 0

@@ -18,6 +18,7 @@ shape comes from.
 from __future__ import annotations
 
 import pytest
+import yaml
 from ansible_collections.gb10.serving.plugins.module_utils import _vllm_log
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_log import (
     ERROR_HINTS,
@@ -924,138 +925,16 @@ def test_summary_is_a_new_dict_each_time():
 # --- errors -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("line", "kind", "hint_words"),
-    [
-        # argparse, as vllm serve prints it on a bad flag (public reports of 0.8-0.22).
-        pytest.param(
-            "vllm serve: error: unrecognized arguments: --bogus",
-            "other",
-            ("bad engine flag", "--bogus", "recipe"),
-            id="constructed-argparse-unrecognized",
-        ),
-        pytest.param(
-            "vllm serve: error: argument --max-model-len: invalid int value: 'abc'",
-            "other",
-            ("bad engine flag", "--max-model-len", "recipe"),
-            id="constructed-argparse-invalid-value",
-        ),
-        pytest.param(
-            "vllm serve: error: argument --speculative-config/-sc: Value method:dspark cannot be"
-            " converted to <function loads at 0x7f>.",
-            "other",
-            ("bad engine flag", "--speculative-config"),
-            id="constructed-argparse-cannot-convert",
-        ),
-        # vLLM >= 0.31 refuses to start on the container default of 64 MiB.
-        pytest.param(
-            "(EngineCore pid=1) RuntimeError: Insufficient space in /dev/shm: 160 MiB required,"
-            " 64 MiB free",
-            "other",
-            ("/dev/shm", "--shm-size"),  # noqa: S108 (text of a hint, not a path used)
-            id="constructed-dev-shm",
-        ),
-        pytest.param(
-            "(EngineCore_DP0 pid=523) PermissionError: [Errno 13] Permission denied:"
-            " '/cache/jit/flashinfer/cached_ops/fused_moe_120'",
-            "permission",
-            (
-                "TRITON_CACHE_DIR",
-                "TORCH_EXTENSIONS_DIR",
-                "VLLM_CACHE_DIR",
-                "FLASHINFER_WORKSPACE_BASE",
-                "TVM_FFI_CACHE_DIR",
-                "XDG_CACHE_HOME",
-                "owned by the container UID",
-                "node role",
-            ),
-            id="constructed-permission-cache-jit",
-        ),
-        pytest.param(
-            "PermissionError: [Errno 13] Permission denied: '/home/vllm/.triton/cache/abc'",
-            "permission",
-            ("TRITON_CACHE_DIR",),
-            id="constructed-permission-triton",
-        ),
-        pytest.param(
-            "PermissionError: [Errno 13] Permission denied:"
-            " '/cache/huggingface/hub/models--x--y/blobs/1'",
-            "permission",
-            ("owned by the container UID", "bind mounts"),
-            id="constructed-permission-hf-cache",
-        ),
-        pytest.param(
-            "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms"
-            " while trying to connect to (192.168.100.10, 29511).",
-            "timeout",
-            ("master address", "firewall", "other node"),
-            id="constructed-dist-network-timeout",
-        ),
-        pytest.param(
-            "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients."
-            " 1/2 clients joined.",
-            "timeout",
-            ("master address",),
-            id="constructed-tcpstore-timeout",
-        ),
-        pytest.param(
-            "RuntimeError: Gloo connectFullMesh failed with"
-            " [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
-            "timeout",
-            ("GLOO_SOCKET_IFNAME", "VLLM_HOST_IP"),
-            id="constructed-gloo-full-mesh",
-        ),
-        pytest.param(
-            "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection"
-            " closed by peer [192.168.100.11]:51334",
-            "timeout",
-            ("GLOO_SOCKET_IFNAME",),
-            id="constructed-gloo-closed-by-peer",
-        ),
-        pytest.param(
-            "TimeoutError: RPC call to sample_tokens timed out.",
-            "timeout",
-            ("worker did not answer",),
-            id="constructed-rpc-timeout",
-        ),
-        pytest.param(
-            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for"
-            " details)",
-            "nccl",
-            ("NCCL_IB_GID_INDEX",),
-            id="constructed-nccl-runtime-error",
-        ),
-        pytest.param(
-            "torch.distributed.DistBackendError: NCCL error in:"
-            " ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, remote process exited"
-            " or there was a network error",
-            "nccl",
-            ("NCCL_SOCKET_IFNAME",),
-            id="constructed-nccl-dist-backend-error",
-        ),
-        pytest.param(
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.",
-            "oom",
-            ("gpu_memory_utilization",),
-            id="constructed-cuda-oom",
-        ),
-        pytest.param(
-            "ValueError: To serve at least one request with the models's max seq len (393216),"
-            " (24.0 GiB KV cache is needed, which is larger than the available KV cache memory"
-            " (10.5 GiB).",
-            "oom",
-            ("max_model_len",),
-            id="constructed-kv-cache-too-small",
-        ),
-        pytest.param(
-            "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000):"
-            " address already in use",
-            "other",
-            ("port",),
-            id="constructed-uvicorn-port-in-use",
-        ),
-    ],
-)
+def error_line_cases():
+    """The constructed error lines (fixtures/vllm/error_lines.yml; gen_docs.py reads them too)."""
+    cases = yaml.safe_load(load_raw("vllm", "error_lines.yml"))
+    return [
+        pytest.param(case["line"], case["kind"], tuple(case["hint_words"]), id=case["id"])
+        for case in cases
+    ]
+
+
+@pytest.mark.parametrize(("line", "kind", "hint_words"), error_line_cases())
 def test_error_shapes(line, kind, hint_words):
     result = parse(line + "\n")
     assert [e["kind"] for e in result["errors"]] == [kind]
