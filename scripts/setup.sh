@@ -22,6 +22,10 @@ apt_packages=(docker.io mmdebstrap iproute2 shellcheck openssh-client)
 # The peer the sparkrun import/export is tested against (tests/sparkrun); it needs Python
 # 3.12, so it gets its own venv, .venv-sparkrun.
 sparkrun_package=sparkrun==0.4.2
+# The ecosystem's documentation linter (antsibull-docs lint-collection-docs, run by the lint
+# stage through scripts/lint-docs.sh): it pulls Sphinx and much else, so it gets its own
+# venv, .venv-docs, beside the ansible-core the collection is tested with.
+docs_packages=(antsibull-docs==2.28.0 ansible-core==2.19.14)
 
 log() { printf '== setup: %s\n' "$*" >&2; }
 
@@ -118,6 +122,21 @@ setup_sparkrun_venv() {
   ln -sfn "$venv" .venv-sparkrun
 }
 
+setup_docs_venv() {
+  local key venv
+  key=$( ("$python" -VV; echo "${docs_packages[*]}") | sha256sum | cut -c1-12)
+  venv="$cache_dir/venv-docs-$key"
+  if [ ! -f "$venv/.complete" ]; then
+    log "installing ${docs_packages[*]} in $venv"
+    rm -rf "$venv"
+    mkdir -p "$cache_dir"
+    "$python" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "${docs_packages[@]}"
+    touch "$venv/.complete"
+  fi
+  ln -sfn "$venv" .venv-docs
+}
+
 setup_collections() {
   local key dir wheel_dir name
   key=$(printf '%s %s' "$ansible_wheel" "${collections[*]}" | sha256sum | cut -c1-12)
@@ -177,6 +196,7 @@ main() {
   [ "${1:-}" = "--no-images" ] || start_engine_image
   setup_venv
   setup_sparkrun_venv
+  setup_docs_venv
   setup_collections
   if [ -n "$engine_image_pid" ]; then
     .venv/bin/python lab/labctl.py image --only node

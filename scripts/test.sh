@@ -27,7 +27,8 @@ stage_lint() {
   ruff check "${py_dirs[@]}" \
     && ruff format --check "${py_dirs[@]}" \
     && yamllint --strict . \
-    && ansible-lint --offline --strict -q
+    && ansible-lint --offline --strict -q \
+    && scripts/lint-docs.sh
 }
 
 stage_sanity() { scripts/ansible-test.sh sanity; }
