@@ -233,6 +233,11 @@ def chat(key: str | None, content: str = "Hello") -> requests.Response:
     )
 
 
+# The vllm role's task that hands every node its part of the engine plan (__vllm_node) and
+# the deployment's fingerprint (vllm_deployment).
+ENGINE_PLAN_TASK = "Hand each node its part of the plan, and every node the fingerprint"
+
+
 def task_facts(run: PlaybookRun, task: str) -> dict[str, dict]:
     """ansible_facts a set_fact task returned, per host."""
     facts = {}

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from conftest import (
     CLIENTS,
+    ENGINE_PLAN_TASK,
     HERE,
     LAB_INVENTORY,
     MODEL,
@@ -76,7 +77,7 @@ MOVED_FILES = (
     MOVED_VARS["firewall_rules_file"],
     MOVED_UNIT,
 )
-PLAN_TASK = "Work out this node's engine container"
+PLAN_TASK = ENGINE_PLAN_TASK
 FABRIC_FACTS_TASK = "Set this node's fabric facts and engine environment"
 PING_TASK = "Ping every peer at full MTU without fragmenting"
 RUNTIME_TASK = "Ask the Docker engine about itself"

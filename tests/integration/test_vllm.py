@@ -10,6 +10,7 @@ import requests
 import yaml
 from conftest import (
     CLIENTS,
+    ENGINE_PLAN_TASK,
     ENGINES,
     KEY_FILE,
     LAB_INVENTORY,
@@ -231,7 +232,7 @@ def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp
         },
     )
     assert run.status == "successful", run.failure_messages
-    plans = task_facts(run, "Work out this node's engine container")
+    plans = task_facts(run, ENGINE_PLAN_TASK)
     head = plans["node0"]["__vllm_node"]["spec"]["command"]
     worker = plans["node1"]["__vllm_node"]["spec"]["command"]
     assert head[:2] == ["sh", "-c"]
