@@ -62,20 +62,26 @@ start_docker() {
   exit 1
 }
 
-setup_venv() {
-  local key venv
-  key=$( ("$python" -VV; cat requirements-dev.txt constraints-dev.txt) | sha256sum | cut -c1-12)
-  venv="$cache_dir/venv-$key"
+# Make the venv $2 with the interpreter $1 and pip-install the remaining arguments into it,
+# unless an earlier run finished it (its .complete marker); link it as $3.
+cached_venv() {
+  local interpreter=$1 venv=$2 link=$3
+  shift 3
   if [ ! -f "$venv/.complete" ]; then
-    log "creating the Python tool chain in $venv"
+    log "installing $* with $("$interpreter" -V) in $venv"
     rm -rf "$venv"
     mkdir -p "$cache_dir"
-    "$python" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check \
-      -r requirements-dev.txt -c constraints-dev.txt
+    "$interpreter" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@"
     touch "$venv/.complete"
   fi
-  ln -sfn "$venv" .venv
+  ln -sfn "$venv" "$link"
+}
+
+setup_venv() {
+  local key
+  key=$( ("$python" -VV; cat requirements-dev.txt constraints-dev.txt) | sha256sum | cut -c1-12)
+  cached_venv "$python" "$cache_dir/venv-$key" .venv -r requirements-dev.txt -c constraints-dev.txt
 }
 
 # A Python 3.12 interpreter: GB10_PYTHON312, python3.12 on PATH (when it runs: a pyenv shim
@@ -111,30 +117,13 @@ setup_sparkrun_venv() {
   fi
   key=$( ("$python312" -VV; echo "$sparkrun_package") | sha256sum | cut -c1-12)
   venv="$cache_dir/venv-${sparkrun_package/==/-}-py$("$python312" -c 'import platform; print(platform.python_version())')-$key"
-  if [ ! -f "$venv/.complete" ]; then
-    log "installing $sparkrun_package with $("$python312" -V) in $venv"
-    rm -rf "$venv"
-    mkdir -p "$cache_dir"
-    "$python312" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "$sparkrun_package"
-    touch "$venv/.complete"
-  fi
-  ln -sfn "$venv" .venv-sparkrun
+  cached_venv "$python312" "$venv" .venv-sparkrun "$sparkrun_package"
 }
 
 setup_docs_venv() {
-  local key venv
+  local key
   key=$( ("$python" -VV; echo "${docs_packages[*]}") | sha256sum | cut -c1-12)
-  venv="$cache_dir/venv-docs-$key"
-  if [ ! -f "$venv/.complete" ]; then
-    log "installing ${docs_packages[*]} in $venv"
-    rm -rf "$venv"
-    mkdir -p "$cache_dir"
-    "$python" -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check "${docs_packages[@]}"
-    touch "$venv/.complete"
-  fi
-  ln -sfn "$venv" .venv-docs
+  cached_venv "$python" "$cache_dir/venv-docs-$key" .venv-docs "${docs_packages[@]}"
 }
 
 setup_collections() {

@@ -48,10 +48,6 @@ RAY_HEAD_SCRIPT = "\n".join(
     ]
 )
 
-# The head's engine is the one that mounts the API keys, reads the secret env file and
-# carries the users' label.
-_NO_CONTAINER = "no engine container"
-
 
 class EnginePlanError(ValueError):
     """The plan's inputs are not usable (a programming error in the role, not user input:
@@ -228,7 +224,7 @@ def restart_reasons(
         info = current.get(host) or {}
         container = info.get("container") or {}
         if not info.get("exists"):
-            reasons.append(f"{host}: {_NO_CONTAINER}")
+            reasons.append(f"{host}: no engine container")
             continue
         state = container.get("State") or {}
         labels = (container.get("Config") or {}).get("Labels") or {}
