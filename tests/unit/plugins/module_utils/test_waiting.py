@@ -13,22 +13,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._waiting import (
     read_tail,
     tree_bytes,
 )
-
-
-class FakeTime:
-    """A clock that only moves when the loop sleeps (or a look takes time)."""
-
-    def __init__(self, look_takes=0.0):
-        self.now = 100.0
-        self.look_takes = look_takes
-        self.sleeps = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.fake_time import FakeTime
 
 
 def looks_until(done_at, fake):

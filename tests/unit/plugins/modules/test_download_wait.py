@@ -11,6 +11,7 @@ from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api
     FakeDockerApi,
     inspect_document,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.fake_time import FakeTime
 from ansible_collections.gb10.serving.tests.unit.plugins.modules.utils import (
     module_exit,
     module_fail,
@@ -62,13 +63,14 @@ def test_a_thousand_looks_in_one_call(api, tmp_path):
     assert result["changed"] is False
 
 
-def test_a_running_download_answers_when_the_budget_is_spent(api, tmp_path):
+def test_a_running_download_answers_when_the_budget_is_spent(api, tmp_path, monkeypatch):
+    fake = FakeTime()
+    monkeypatch.setattr(download_wait, "follow", fake.follow())
     api.add(EndsAfter(10**9))
-    result = module_exit(download_wait.main, args(api, tmp_path / "none", poll=0.01, budget=0.2))
+    result = module_exit(download_wait.main, args(api, tmp_path / "none", poll=30, budget=100))
     assert (result["finished"], result["exit_code"], result["bytes"]) == (False, None, 0)
-    assert result["rounds"] >= 2
-    # It stops looking when the next look would come after the budget.
-    assert 0.1 <= result["elapsed"] < 5
+    # Looks at 0, 30, 60 and 90 s; none at 120, which would come after the budget.
+    assert (result["rounds"], fake.sleeps, result["elapsed"]) == (4, [30] * 3, 90)
 
 
 def test_a_failed_download_reports_its_exit_code(api, tmp_path):

@@ -17,6 +17,7 @@ from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.docker_api
     frame,
     inspect_document,
 )
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.fake_time import FakeTime
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.vllm_api import (
     FakeVllmApi,
 )
@@ -82,14 +83,19 @@ def args(docker, **extra):
     }
 
 
-def test_a_running_worker_is_followed_for_the_budget(docker):
+def test_a_running_worker_is_followed_for_the_budget(docker, monkeypatch):
+    """On a clock that moves only when the loop sleeps: a look at 0, 1, ... 10 s of a 10 s
+    budget, none after it (the wall clock of a busy runner would make the count vary)."""
+    fake = FakeTime()
+    monkeypatch.setattr(engine_wait, "follow", fake.follow())
     engine = docker.add(Engine())
-    result = module_exit(engine_wait.main, args(docker, poll=0.01, budget=0.2))
+    result = module_exit(engine_wait.main, args(docker, poll=1, budget=10))
     assert result["container"]["running"]
     assert not result["container"]["stopped"]
     assert result["ready"] is False
     assert result["health"] is None
-    assert result["rounds"] == engine.looks - 1 >= 5
+    assert result["rounds"] == engine.looks - 1 == 11
+    assert (fake.sleeps, result["elapsed"]) == ([1] * 10, 10)
     assert result["last_message"] == "Warming up model for the compilation..."
     assert result["changed"] is False
 
@@ -160,16 +166,17 @@ def test_the_head_is_ready_once_the_api_lists_the_served_name(docker):
     [(["gb10-lab/tiny-llama"], "k-0123"), (["team-coder"], "not-the-key")],
     ids=["another-name", "refused-key"],
 )
-def test_the_head_is_not_ready_while_the_model_is_not_listed(docker, models, key):
+def test_the_head_is_not_ready_while_the_model_is_not_listed(docker, monkeypatch, models, key):
+    monkeypatch.setattr(engine_wait, "follow", FakeTime().follow())
     docker.add(Engine())
     with FakeVllmApi(models=models, key="k-0123") as api:
         result = module_exit(
             engine_wait.main,
-            args(docker, url=api.url, model="team-coder", api_key=key, poll=0.01, budget=1),
+            args(docker, url=api.url, model="team-coder", api_key=key, poll=1, budget=3),
         )
     assert result["ready"] is False
     assert result["health"] == 200
-    assert result["rounds"] >= 2
+    assert result["rounds"] == 4
 
 
 def test_an_api_that_does_not_answer_is_not_ready(docker):
