@@ -108,14 +108,14 @@ def test_vllm_bind_address_and_vllm_port_fill_the_recipe_command():
     assert "8000" not in argv
 
 
-# --- preflight: preflight_head_group, preflight_worker_group --------------------------------
+# --- cluster: vllm_head_group, vllm_worker_group, as the preflight checks them --------------
 
 
 def test_preflight_groups_name_the_head_and_the_workers():
     groups = {"heads": ["node0"], "ranks": ["node1"], "gb10_head": [], "gb10_workers": []}
     chosen = {"groups": groups, "head_group": "heads", "worker_group": "ranks"}
     # roles/preflight/tasks/inventory.yml: {'groups': groups, 'head_group':
-    # preflight_head_group, 'worker_group': preflight_worker_group} | preflight_problems(...)
+    # vllm_head_group, 'worker_group': vllm_worker_group} | preflight_problems(...)
     assert FILTERS["preflight_problems"](chosen, "inventory_head") == []
     assert FILTERS["preflight_problems"](chosen, "inventory_overlap") == []
     for host in ("node0", "node1"):

@@ -49,7 +49,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._vllm_recipe import (
 
 ROOT = Path(__file__).resolve().parents[4]
 LAB_MATRIX = ROOT / "tests" / "integration" / "test_bad_input.py"
-ROLES = ("preflight", "fabric", "node", "firewall", "vllm", "bench")
+ROLES = ("cluster", "preflight", "fabric", "node", "firewall", "vllm", "bench")
 KINDS = {"type", "range", "choice", "format", "combination"}
 UNCHANGED = " Nothing has been changed."
 
@@ -137,12 +137,6 @@ TEMPLATED = {
     "node_hf_token_file": lambda v: f"/var/lib/gb10-lab/{v['inventory_hostname']}/secrets/hf-token",
     "ansible_ssh_common_args": lambda v: f"-F {CHECKOUT}/.cache/lab/ssh/config",
     "vllm_container_name": lambda v: f"{v['gb10_container_prefix']}vllm",
-    "firewall_api_allowed_cidrs": lambda v: v.get("vllm_allowed_cidrs", ["0.0.0.0/0", "::/0"]),
-    "firewall_api_port": lambda v: v.get("vllm_port", 8000),
-    "firewall_engine_ports": lambda v: [
-        v.get("vllm_master_port", 29500),
-        v.get("vllm_ray_port", 6379),
-    ],
 }
 
 
@@ -241,8 +235,8 @@ def check(name, arguments, each=False, suffix=UNCHANGED, when=None):
 def _inventory(cluster, v):
     return {
         "groups": cluster.groups,
-        "head_group": v["preflight_head_group"],
-        "worker_group": v["preflight_worker_group"],
+        "head_group": v["vllm_head_group"],
+        "worker_group": v["vllm_worker_group"],
     }
 
 
@@ -274,17 +268,19 @@ def _fabric_step(cluster, _v):
 def _firewall_step(cluster, v):
     if not v["firewall_enabled"]:
         return None
-    variable = (
-        "vllm_allowed_cidrs"
-        if "vllm_allowed_cidrs" in v and v["firewall_api_allowed_cidrs"] == v["vllm_allowed_cidrs"]
-        else "firewall_api_allowed_cidrs"
-    )
+
+    # roles/firewall/vars/main.yml: the role's own variable where set, else the cluster's.
+    def own_or(name, cluster_value):
+        return cluster_value if v[name] is None else v[name]
+
+    own = v["firewall_api_allowed_cidrs"] is not None
+    variable = "firewall_api_allowed_cidrs" if own else "vllm_allowed_cidrs"
     plan = firewall_plan(
         _fabric(cluster).to_dict(),
         v["inventory_hostname"],
-        v["firewall_api_allowed_cidrs"],
-        v["firewall_api_port"],
-        v["firewall_engine_ports"],
+        own_or("firewall_api_allowed_cidrs", v["vllm_allowed_cidrs"]),
+        own_or("firewall_api_port", v["vllm_port"]),
+        own_or("firewall_engine_ports", [v["vllm_master_port"], v["vllm_ray_port"]]),
         variable,
     )
     return " ".join(plan["errors"]) + UNCHANGED if plan["errors"] else None
@@ -352,6 +348,8 @@ PREFLIGHT = (
     (
         "preflight",
         [
+            # The cluster role, a dependency of every role, checks its options first.
+            argument_spec_step("cluster", "main"),
             argument_spec_step("preflight", "main"),
             check("inventory_head", _inventory, suffix=""),
             check(
@@ -564,7 +562,7 @@ CASES = {
         "preflight",
         "combination",
         ("'no_such_group' must hold exactly one host", "it holds 0"),
-        {"preflight_head_group": "no_such_group"},
+        {"vllm_head_group": "no_such_group"},
         proven_by="inventory_head",
     ),
     "unreachable-node": Case(
@@ -887,8 +885,9 @@ def test_the_lab_values_are_the_files_with_their_templates_rendered():
     for host, v in cluster.variables.items():
         assert not [name for name, value in v.items() if _templated(value)], host
     assert cluster.variables["node1"]["node_hf_cache_dir"] == "/var/lib/gb10-lab/node1/huggingface"
-    assert cluster.first["firewall_api_allowed_cidrs"] == ["10.219.0.1/32"]
-    assert cluster.first["firewall_engine_ports"] == [29500, 6379]
+    assert cluster.first["vllm_allowed_cidrs"] == ["10.219.0.1/32"]
+    assert cluster.first["firewall_api_allowed_cidrs"] is None
+    assert cluster.first["vllm_container_name"] == "gb10-lab-node0-vllm"
 
 
 # --- the bench's and the sweep's bad inputs (tests/integration/test_bench.py) -----------------
