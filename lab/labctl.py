@@ -13,9 +13,11 @@ What is simulated and how (see DESIGN.md, "The lab"):
 
 * each node is a Debian container with systemd as PID 1, built locally with mmdebstrap;
 * ``gb10-lab-mgmt`` is the management network, ``gb10-lab-cx7`` stands for the direct
-  ConnectX-7 cable (MTU 9000, no way out); inside each node its interface is renamed to the
-  real GB10 name ``enp1s0f1np1`` and left as a new port is: no address, MTU 1500 (the
-  fabric role configures it);
+  ConnectX-7 cable (MTU 9000, no way out) as the port's first PCIe half sees it, and
+  ``gb10-lab-cx7-p2`` for its second half (a GB10 shows each port as two RDMA devices with a
+  netdev each); inside each node the interfaces are renamed to the real GB10 names
+  ``enp1s0f1np1`` and ``enP2p1s0f1np1`` and left as a new port is: no address, MTU 1500
+  (the fabric role configures them);
 * each node gets an RDMA GID tree in the real sysfs layout (``lab/rdma/gid_tree.py``) at
   ``/var/lib/gb10-lab/sys`` and a ``show_gids`` stand-in that prints it;
 * each node gets the host Docker socket, and a host directory of its own mounted at the
@@ -68,6 +70,10 @@ CABLE_MTU = 9000
 # A ConnectX-7 port's MTU out of the box; the fabric role raises it.
 FACTORY_MTU = 1500
 FABRIC_IFNAME = "enp1s0f1np1"
+# The same port's second PCIe half (fabric_rails: 2), on a segment of its own.
+TWIN_NETWORK = "gb10-lab-cx7-p2"
+TWIN_SUBNET = "192.168.101.0/24"
+TWIN_IFNAME = "enP2p1s0f1np1"
 # Where each node finds its lab RDMA tree; show_gids reads it by default.
 NODE_SYSFS_ROOT = "/var/lib/gb10-lab/sys"
 # /dev/shm of each node, which its engine shares (2 GiB; the CPU engine needs about 160 MiB).
@@ -82,6 +88,8 @@ class Node:
     mgmt_ipv4: str
     fabric_ipv4: str
     gid_index: int
+    twin_ipv4: str
+    twin_gid_index: int
 
     @property
     def container(self) -> str:
@@ -89,9 +97,11 @@ class Node:
 
 
 # The field report's cluster: the RoCE v2 IPv4 GID sits at index 3 on node0, 4 on node1.
+# The second halves hold theirs at 3: node0's halves agree (NCCL_IB_GID_INDEX is pinned),
+# node1's differ (NCCL picks each device's GID), so both branches of the fabric role run.
 NODES = (
-    Node("node0", "10.219.0.10", "192.168.100.10", 3),
-    Node("node1", "10.219.0.11", "192.168.100.11", 4),
+    Node("node0", "10.219.0.10", "192.168.100.10", 3, "192.168.101.10", 3),
+    Node("node1", "10.219.0.11", "192.168.100.11", 4, "192.168.101.11", 3),
 )
 
 
@@ -131,19 +141,20 @@ def ensure_networks() -> None:
             MGMT_GATEWAY,
             MGMT_NETWORK,
         )
-    if not exists("network", CABLE_NETWORK):
-        docker(
-            "network",
-            "create",
-            "--internal",
-            "--label",
-            LABEL,
-            "--subnet",
-            CABLE_SUBNET,
-            "-o",
-            f"com.docker.network.driver.mtu={CABLE_MTU}",
-            CABLE_NETWORK,
-        )
+    for network, subnet in ((CABLE_NETWORK, CABLE_SUBNET), (TWIN_NETWORK, TWIN_SUBNET)):
+        if not exists("network", network):
+            docker(
+                "network",
+                "create",
+                "--internal",
+                "--label",
+                LABEL,
+                "--subnet",
+                subnet,
+                "-o",
+                f"com.docker.network.driver.mtu={CABLE_MTU}",
+                network,
+            )
 
 
 def lay_gid_tree(node: Node) -> Path:
@@ -162,6 +173,12 @@ def lay_gid_tree(node: Node) -> Path:
             node.fabric_ipv4,
             "--fabric-gid-index",
             str(node.gid_index),
+            "--twin-netdev",
+            TWIN_IFNAME,
+            "--twin-ipv4",
+            node.twin_ipv4,
+            "--twin-gid-index",
+            str(node.twin_gid_index),
         ],
         check=True,
     )
@@ -180,6 +197,7 @@ def node_running(node: Node, tag: str) -> bool:
         and info["HostConfig"]["ShmSize"] == NODE_SHM_BYTES
         and info["NetworkSettings"]["Networks"].get(MGMT_NETWORK, {}).get("IPAddress")
         == node.mgmt_ipv4
+        and TWIN_NETWORK in info["NetworkSettings"]["Networks"]
     )
 
 
@@ -227,8 +245,10 @@ def start_node(node: Node, tag: str) -> None:
         tag,
     )
     docker("network", "connect", "--ip", node.fabric_ipv4, CABLE_NETWORK, node.container)
+    docker("network", "connect", "--ip", node.twin_ipv4, TWIN_NETWORK, node.container)
     wait_for_systemd(node)
-    factory_reset_cable_interface(node)
+    factory_reset_cable_interface(node, node.fabric_ipv4, FABRIC_IFNAME)
+    factory_reset_cable_interface(node, node.twin_ipv4, TWIN_IFNAME)
 
 
 def node_exec(node: Node, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -246,25 +266,25 @@ def wait_for_systemd(node: Node, timeout: float = 60) -> None:
     raise SystemExit(f"{node.container}: systemd did not finish booting (state {state!r})")
 
 
-def factory_reset_cable_interface(node: Node) -> None:
-    """Leave the cable's interface as a new GB10 has it: real name, no address, MTU 1500.
+def factory_reset_cable_interface(node: Node, ipv4: str, ifname: str) -> None:
+    """Leave a half of the cabled port as a new GB10 has it: real name, no address, MTU 1500.
 
-    Docker gives the interface an address and the network's MTU; a real CX-7 port starts
+    Docker gives the interface ``ipv4`` and the network's MTU; a real CX-7 port starts
     with neither, so the fabric role must configure both for real.
     """
     addrs = json.loads(node_exec(node, "ip", "-j", "-4", "addr", "show").stdout)
     for link in addrs:
-        if any(a.get("local") == node.fabric_ipv4 for a in link.get("addr_info", [])):
+        if any(a.get("local") == ipv4 for a in link.get("addr_info", [])):
             current = link["ifname"]
             break
     else:
-        raise SystemExit(f"{node.container}: no interface holds {node.fabric_ipv4}")
+        raise SystemExit(f"{node.container}: no interface holds {ipv4}")
     node_exec(node, "ip", "link", "set", "dev", current, "down")
-    if current != FABRIC_IFNAME:
-        node_exec(node, "ip", "link", "set", "dev", current, "name", FABRIC_IFNAME)
-    node_exec(node, "ip", "addr", "flush", "dev", FABRIC_IFNAME)
-    node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "mtu", str(FACTORY_MTU))
-    node_exec(node, "ip", "link", "set", "dev", FABRIC_IFNAME, "up")
+    if current != ifname:
+        node_exec(node, "ip", "link", "set", "dev", current, "name", ifname)
+    node_exec(node, "ip", "addr", "flush", "dev", ifname)
+    node_exec(node, "ip", "link", "set", "dev", ifname, "mtu", str(FACTORY_MTU))
+    node_exec(node, "ip", "link", "set", "dev", ifname, "up")
 
 
 def ssh_key() -> Path:
@@ -345,7 +365,7 @@ def down(purge: bool) -> None:
     names = lab_containers()
     if names:
         docker("rm", "-f", "-v", *names)
-    for net in (CABLE_NETWORK, MGMT_NETWORK):
+    for net in (TWIN_NETWORK, CABLE_NETWORK, MGMT_NETWORK):
         if exists("network", net):
             docker("network", "rm", net)
     if purge:

@@ -44,7 +44,10 @@ VLLM_FIXTURES = Path("tests/unit/plugins/module_utils/fixtures/vllm")
 ERROR_LINES = VLLM_FIXTURES / "error_lines.yml"
 ROLE_PAGES = Path("docs/roles")
 # Hand-written pages the index links to when they exist.
-HAND_WRITTEN = (("faults.md", "What the roles' other failure messages mean and what to change"),)
+HAND_WRITTEN = (
+    ("faults.md", "What the roles' other failure messages mean and what to change"),
+    ("fabric.md", "Cabling and addressing both halves of the port, and a switch"),
+)
 
 # A default longer than this is shown as a YAML block below the table.
 INLINE_LIMIT = 60

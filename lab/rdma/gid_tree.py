@@ -7,7 +7,10 @@ exactly as the kernel shows them (full 8x4 lowercase hex GIDs, newline-terminate
 
 Usage:
     python3 lab/rdma/gid_tree.py --root DIR --node NAME --fabric-netdev enp1s0f1np1 \\
-        --fabric-ipv4 192.168.100.10 --fabric-gid-index 3
+        --fabric-ipv4 192.168.100.10 --fabric-gid-index 3 \\
+        [--twin-netdev enP2p1s0f1np1 --twin-ipv4 192.168.101.10 --twin-gid-index 3]
+
+The twin is the cabled port's other PCIe half (fabric_rails: 2), addressed on its own.
 
 Stdlib only; importable (pure functions + ``main(argv)``).
 """
@@ -137,23 +140,38 @@ def validate(fabric_netdev: str, fabric_ipv4: str, fabric_index: int) -> None:
 
 
 def build_tables(
-    node: str, fabric_netdev: str, fabric_ipv4: str, fabric_index: int
+    node: str,
+    fabric_netdev: str,
+    fabric_ipv4: str,
+    fabric_index: int,
+    twin: tuple[str, str, int] | None = None,
 ) -> dict[str, list[GidEntry]]:
-    """Used GID slots per device for one node (pure; validates its input)."""
+    """Used GID slots per device for one node (pure; validates its input).
+
+    ``twin`` is ``(netdev, ipv4, index)`` of the port's other half when it is addressed too.
+    """
     if not node:
         raise ValueError("node name must not be empty")
+    addressed = {fabric_netdev: (fabric_ipv4, fabric_index)}
     validate(fabric_netdev, fabric_ipv4, fabric_index)
+    if twin is not None:
+        validate(*twin)
+        if twin[0] == fabric_netdev or twin[1] == fabric_ipv4:
+            raise ValueError(f"the twin {twin[0]} {twin[1]} repeats the fabric netdev or address")
+        addressed[twin[0]] = (twin[1], twin[2])
     tables: dict[str, list[GidEntry]] = {}
     for dev, netdev in DEVICES.items():
         mac = derive_mac(node, dev)
         ll_gid = link_local_gid(mac)
         entries = [GidEntry(0, ll_gid, V1), GidEntry(1, ll_gid, V2)]
-        if netdev == fabric_netdev:
-            entries += fabric_entries(mac, ipv4_gid(fabric_ipv4), fabric_index)
+        if netdev in addressed:
+            ipv4, index = addressed[netdev]
+            entries += fabric_entries(mac, ipv4_gid(ipv4), index)
         tables[dev] = entries
-    v2_rows = fabric_v2_rows(tables, fabric_ipv4)
-    if v2_rows != [(fabric_device(fabric_netdev), fabric_index)]:
-        raise AssertionError(f"expected one RoCE v2 IPv4 row, got {v2_rows}")
+    for netdev, (ipv4, index) in addressed.items():
+        v2_rows = fabric_v2_rows(tables, ipv4)
+        if v2_rows != [(fabric_device(netdev), index)]:
+            raise AssertionError(f"expected one RoCE v2 IPv4 row for {ipv4}, got {v2_rows}")
     return tables
 
 
@@ -177,7 +195,7 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text + "\n", encoding="ascii")
 
 
-def write_tree(root: Path, tables: dict[str, list[GidEntry]], active_dev: str) -> Path:
+def write_tree(root: Path, tables: dict[str, list[GidEntry]], active_dev: str | set[str]) -> Path:
     """Replace ``<root>/class/infiniband`` with ``tables``; return that directory."""
     if root.resolve() == Path("/sys"):
         raise ValueError("refusing to write into the real /sys")
@@ -186,6 +204,7 @@ def write_tree(root: Path, tables: dict[str, list[GidEntry]], active_dev: str) -
         ib_dir.unlink()
     elif ib_dir.exists():
         shutil.rmtree(ib_dir)
+    active_devs = {active_dev} if isinstance(active_dev, str) else set(active_dev)
     for dev, entries in tables.items():
         port = ib_dir / dev / "ports" / PORT
         for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
@@ -197,7 +216,7 @@ def write_tree(root: Path, tables: dict[str, list[GidEntry]], active_dev: str) -
             if entry:
                 _write(port / "gid_attrs" / "types" / str(n), entry.gid_type)
                 _write(port / "gid_attrs" / "ndevs" / str(n), DEVICES[dev])
-        active = dev == active_dev
+        active = dev in active_devs
         _write(port / "link_layer", "Ethernet")
         _write(port / "state", "4: ACTIVE" if active else "1: DOWN")
         _write(port / "phys_state", "5: LinkUp" if active else "3: Disabled")
@@ -212,6 +231,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fabric-netdev", default="enp1s0f1np1")
     parser.add_argument("--fabric-ipv4", required=True)
     parser.add_argument("--fabric-gid-index", type=int, default=3)
+    parser.add_argument("--twin-netdev", default="enP2p1s0f1np1")
+    parser.add_argument("--twin-ipv4", help="address the port's other half too")
+    parser.add_argument("--twin-gid-index", type=int, default=3)
     return parser.parse_args(argv)
 
 
@@ -219,18 +241,19 @@ def main(argv: list[str] | None = None) -> int:
     """Lay the tree; return 0, or 2 with a message on stderr for bad input."""
     args = parse_args(argv)
     try:
-        tables = build_tables(
-            args.node, args.fabric_netdev, args.fabric_ipv4, args.fabric_gid_index
-        )
-        dev = fabric_device(args.fabric_netdev)
-        ib_dir = write_tree(args.root, tables, dev)
+        ports = [(args.fabric_netdev, args.fabric_ipv4, args.fabric_gid_index)]
+        if args.twin_ipv4:
+            ports.append((args.twin_netdev, args.twin_ipv4, args.twin_gid_index))
+        tables = build_tables(args.node, *ports[0], twin=ports[1] if len(ports) > 1 else None)
+        ib_dir = write_tree(args.root, tables, {fabric_device(netdev) for netdev, _i, _x in ports})
     except ValueError as exc:
         print(f"gid_tree: error: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"{ib_dir}: {args.node} {dev}/{PORT} index {args.fabric_gid_index} = "
-        f"{ipv4_gid(args.fabric_ipv4)} (RoCE v2, {args.fabric_netdev})"
-    )
+    for netdev, ipv4, index in ports:
+        print(
+            f"{ib_dir}: {args.node} {fabric_device(netdev)}/{PORT} index {index} = "
+            f"{ipv4_gid(ipv4)} (RoCE v2, {netdev})"
+        )
     return 0
 
 

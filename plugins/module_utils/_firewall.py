@@ -94,6 +94,12 @@ def firewall_plan(fabric, host, api_cidrs, api_port, engine_ports, cidrs_variabl
         "fabric_interface": node["interface"],
         "fabric_ipv4": node["ipv4"],
         "peer_ipv4s": list(node["peers"]),
+        # Each half of the port the fabric uses (fabric_rails), the first being the above.
+        "rails": [
+            {"interface": r["interface"], "ipv4": r["ipv4"], "peer_ipv4s": list(r["peers"])}
+            for r in node.get("rails")
+            or [{"interface": node["interface"], "ipv4": node["ipv4"], "peers": node["peers"]}]
+        ],
     }
 
 
@@ -153,11 +159,15 @@ def firewall_live_problems(nft_json, plan, table="gb10_serving"):
             problems.append(
                 f"Set {name} holds {sorted(sets.get(name, set()))}, the plan {sorted(want)}."
             )
-    interface = plan.get("fabric_interface")
-    for peer in plan.get("peer_ipv4s", []):
-        wanted = ({("meta", "iifname"): interface, ("ip", "saddr"): peer}, "accept")
-        if wanted not in rules:
-            problems.append(f"No rule accepts the peer {peer} on {interface}.")
+    rails = plan.get("rails") or [
+        {"interface": plan.get("fabric_interface"), "peer_ipv4s": plan.get("peer_ipv4s", [])}
+    ]
+    for rail in rails:
+        interface = rail["interface"]
+        for peer in rail["peer_ipv4s"]:
+            wanted = ({("meta", "iifname"): interface, ("ip", "saddr"): peer}, "accept")
+            if wanted not in rules:
+                problems.append(f"No rule accepts the peer {peer} on {interface}.")
     port = plan.get("api_port")
     if ({("tcp", "dport"): port}, "reject") not in rules:
         problems.append(f"No rule refuses the API port {port} to everyone else.")

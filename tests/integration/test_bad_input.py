@@ -70,7 +70,7 @@ CASES = {
     "fabric-two-subnets": Case(
         "fabric",
         "combination",
-        ("not in one subnet (node0 192.168.100.0/24, node1 192.168.101.0/24)",),
+        ("not in one subnet (node0 192.168.100.0/24, node1 192.168.102.0/24)",),
         inventory="fabric_two_subnets.yml",
     ),
     "fabric-mtu-not-an-int": Case("fabric", "type", ("fabric_mtu",), {"fabric_mtu": "jumbo"}),

@@ -14,6 +14,7 @@ from conftest import (
 
 FABRIC = ROOT / "playbooks" / "fabric.yml"
 FABRIC_IF = "enp1s0f1np1"
+TWIN_IF = "enP2p1s0f1np1"
 
 
 def node_exec(node: str, *cmd: str) -> str:
@@ -46,13 +47,19 @@ def host_link(name: str, *settings: str, restore: tuple[str, ...]):
         subprocess.run(["ip", "link", "set", "dev", name, *restore], check=True)
 
 
-def test_drifted_mtu_is_repaired_by_the_next_run(converged, tmp_path):
+def test_drifted_mtu_and_a_lost_address_are_repaired_by_the_next_run(converged, tmp_path):
+    """One half's MTU lowered by hand, the other half's address lost (fabric_rails: 2):
+    the next run re-applies the configuration on that node only."""
     node_exec("node1", "ip", "link", "set", "dev", FABRIC_IF, "mtu", "1500")
+    node_exec("node1", "ip", "addr", "flush", "dev", TWIN_IF)
     run = run_playbook(FABRIC, tmp_path)
     assert run.status == "successful", run.failure_messages
     assert run.stats["changed"].get("node1", 0) > 0
     assert run.stats["changed"].get("node0", 0) == 0
     assert node_exec("node1", "cat", f"/sys/class/net/{FABRIC_IF}/mtu").strip() == "9000"
+    assert "192.168.101.11/24" in node_exec(
+        "node1", "ip", "-4", "-o", "addr", "show", "dev", TWIN_IF
+    )
 
 
 def test_mtu_mismatch_on_the_path_is_named_and_the_next_run_converges(converged, tmp_path):

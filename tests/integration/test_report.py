@@ -20,6 +20,16 @@ def _printed(run, task):
     return lines
 
 
+def _printed_items(run, task):
+    """The lines a looped debug task printed, per host, one list per item in loop order."""
+    lines = {}
+    for event in run.events_data:
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and data.get("task") == task:
+            lines[data["host"]] = [item["msg"] for item in data["res"]["results"]]
+    return lines
+
+
 def test_the_report_prints_what_each_role_set_up_and_changes_nothing(converged, tmp_path):
     run = run_playbook(REPORT, tmp_path)
     assert run.status == "successful", run.failure_messages
@@ -29,17 +39,20 @@ def test_the_report_prints_what_each_role_set_up_and_changes_nothing(converged, 
     assert place["node0"] == ["role: head", "platform: lab"]
     assert place["node1"] == ["role: worker", "platform: lab"]
 
+    halves = _printed_items(run, "Print each half of the fabric port")
     fabric = _printed(run, "Print the node's fabric facts")
     for node, facts in task_facts(converged, FABRIC_FACTS_TASK).items():
         node_facts = facts["fabric_node"]
-        lines = fabric[node]
-        assert lines[0].startswith(f"fabric interface {node_facts['interface']}: up, mtu 9000")
-        assert node_facts["ipv4"] in lines[0]
-        assert lines[1] == (
-            f"RDMA device {node_facts['rdma_device']} port {node_facts['rdma_port']}, "
-            f"RoCE v2 IPv4 GID index {node_facts['gid_index']} (from show_gids)"
-        )
-        assert f"NCCL_IB_GID_INDEX={node_facts['gid_index']}" in lines[3]
+        assert len(halves[node]) == len(node_facts["rails"]) == 2
+        for lines, rail in zip(halves[node], node_facts["rails"], strict=True):
+            assert lines[0].startswith(f"fabric interface {rail['interface']}: up, mtu 9000")
+            assert rail["ipv4"] in lines[0]
+            assert lines[1] == (
+                f"RDMA device {rail['rdma_device']} port {rail['rdma_port']}, "
+                f"RoCE v2 IPv4 GID index {rail['gid_index']} (from show_gids)"
+            )
+        devices = ",".join(f"{r['rdma_device']}:{r['rdma_port']}" for r in node_facts["rails"])
+        assert f"NCCL_IB_HCA=={devices}" in fabric[node][1]
 
     caches = _printed(run, "Print the node's cache facts")
     for node in ("node0", "node1"):

@@ -13,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 GID_TREE = REPO / "lab" / "rdma" / "gid_tree.py"
+COLLECTIONS = REPO / ".cache" / "collections"
 SHOW_GIDS = REPO / "lab" / "node" / "rootfs" / "usr" / "local" / "sbin" / "show_gids"
 FIXTURES = REPO / "tests" / "unit" / "plugins" / "module_utils" / "fixtures" / "rdma"
 SAMPLE2 = FIXTURES / "show_gids_sample2_dgx_spark_gb10_rocep1s0f0.txt"  # GB10, tabs expanded
@@ -31,8 +32,10 @@ SKIPPED = {"0000:0000:0000:0000:0000:0000:0000:0000", "fe80:0000:0000:0000:0000:
 NODES = {"node0": ("192.168.100.10", 3), "node1": ("192.168.100.11", 4)}
 
 
-def lay(root: Path, node: str, ipv4: str, index: int, netdev: str = "enp1s0f1np1") -> Path:
-    """Lay a node's tree with the gid_tree CLI; return root."""
+def lay(
+    root: Path, node: str, ipv4: str, index: int, netdev: str = "enp1s0f1np1", twin: tuple = ()
+) -> Path:
+    """Lay a node's tree with the gid_tree CLI (twin: netdev, IPv4, index); return root."""
     cmd = [
         sys.executable,
         str(GID_TREE),
@@ -47,6 +50,8 @@ def lay(root: Path, node: str, ipv4: str, index: int, netdev: str = "enp1s0f1np1
         "--fabric-gid-index",
         str(index),
     ]
+    if twin:
+        cmd += ["--twin-netdev", twin[0], "--twin-ipv4", twin[1], "--twin-gid-index", str(twin[2])]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     return root
@@ -184,18 +189,48 @@ def test_bare_fe80_and_zero_gids_are_skipped(tmp_path):
 
 
 def test_reproduces_gb10_capture(tmp_path):
-    """Rebuild sample2's table (gb10-1): the expanded output equals the capture."""
-    lay(tmp_path, "gb10-1", "192.168.100.10", 3, netdev="enp1s0f0np0")
-    port = tmp_path / "class/infiniband/roceP2p1s0f0/ports/1"  # its second IPv4 port
-    for index, gid_type in ((2, "IB/RoCE v1"), (3, "RoCE v2")):
-        (port / "gids" / str(index)).write_text(
-            "0000:0000:0000:0000:0000:ffff:c0a8:640e\n", encoding="ascii"
-        )
-        (port / "gid_attrs" / "types" / str(index)).write_text(gid_type + "\n", encoding="ascii")
-        (port / "gid_attrs" / "ndevs" / str(index)).write_text("enP2p1s0f0np0\n", encoding="ascii")
+    """Rebuild sample2's table (gb10-1, both halves of its first port addressed, each at
+    index 3): the expanded output equals the capture."""
+    lay(
+        tmp_path,
+        "gb10-1",
+        "192.168.100.10",
+        3,
+        "enp1s0f0np0",
+        ("enP2p1s0f0np0", "192.168.100.14", 3),
+    )
     out = show_gids(tmp_path).decode()
     masked = re.sub(r"(fe80:0000:0000:0000):[0-9a-f:]{19}", r"\1:xxxx:xxxx:xxxx:xxxx", out)
     assert masked.expandtabs(8).splitlines() == sample_body(SAMPLE2)
+
+
+def test_the_lab_twin_has_its_own_gid_at_its_own_index(tmp_path):
+    """node1 of the lab: the first half's RoCE v2 IPv4 GID at 4, the twin's at 3; the
+    collection's parser finds each half's by netdev and address, as the fabric role does."""
+    # The collection as scripts/setup.sh installs it for the controller tests.
+    if str(COLLECTIONS) not in sys.path:
+        sys.path.insert(0, str(COLLECTIONS))
+    from ansible_collections.gb10.serving.plugins.module_utils._roce_gids import (  # noqa: PLC0415
+        parse_show_gids,
+        select_rocev2_ipv4,
+    )
+
+    lay(tmp_path, "node1", "192.168.100.11", 4, twin=("enP2p1s0f1np1", "192.168.101.11", 3))
+    table = parse_show_gids(show_gids(tmp_path).decode())
+    first = select_rocev2_ipv4(table, "enp1s0f1np1", "192.168.100.11")
+    second = select_rocev2_ipv4(table, "enP2p1s0f1np1", "192.168.101.11")
+    assert (first.device, first.index) == ("rocep1s0f1", 4)
+    assert (second.device, second.index) == ("roceP2p1s0f1", 3)
+    states = {
+        dev: (tmp_path / "class/infiniband" / dev / "ports/1/state").read_text().strip()
+        for dev in DEVICE_ORDER
+    }
+    assert states == {
+        "rocep1s0f0": "1: DOWN",
+        "rocep1s0f1": "4: ACTIVE",
+        "roceP2p1s0f0": "1: DOWN",
+        "roceP2p1s0f1": "4: ACTIVE",
+    }
 
 
 def test_column_shape_matches_gb10_capture(node_out):

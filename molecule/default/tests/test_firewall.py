@@ -8,6 +8,8 @@ import pytest
 from _lab import lab_host
 
 PEERS = {"node0": "192.168.100.11", "node1": "192.168.100.10"}
+# The peer's second PCIe half (fabric_rails: 2), admitted on this node's second half only.
+TWIN_PEERS = {"node0": "192.168.101.11", "node1": "192.168.101.10"}
 
 
 @pytest.fixture(scope="module", params=sorted(PEERS))
@@ -33,6 +35,7 @@ def test_the_live_table_allows_the_api_to_the_lab_host_and_the_cable_to_the_peer
     assert sets == {"api_v4": ["10.219.0.1"], "api_v6": []}
     listing = host.check_output("nft list chain inet gb10_serving input")
     assert f'iifname "enp1s0f1np1" ip saddr {PEERS[name]} accept' in listing
+    assert f'iifname "enP2p1s0f1np1" ip saddr {TWIN_PEERS[name]} accept' in listing
     # The production-shaped inventory moves the API to 8100 and the master port to 29600,
     # which is refused anywhere but the fabric link.
     assert "tcp dport 8100 reject with tcp reset" in listing

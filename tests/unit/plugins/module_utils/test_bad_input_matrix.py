@@ -106,7 +106,7 @@ OVERLAYS = {
             gb10_workers:
               hosts:
                 node1:
-                  fabric_address: 192.168.101.11/24
+                  fabric_address: 192.168.102.11/24
     """,
     "unreachable_worker.yml": """
         gb10_cluster:
@@ -245,7 +245,14 @@ def _fabric(cluster):
         {
             host: {
                 name: cluster.variables[host].get(name)
-                for name in ("fabric_interface", "fabric_address", "fabric_mtu")
+                for name in (
+                    "fabric_interface",
+                    "fabric_address",
+                    "fabric_mtu",
+                    "fabric_rails",
+                    "fabric_twin_interface",
+                    "fabric_twin_address",
+                )
             }
             for host in cluster.hosts
         }
@@ -600,16 +607,30 @@ CASES = {
     "fabric-same-address": Case(
         "fabric",
         "combination",
-        ("fabric_address 192.168.100.10 is set on node0 and node1",),
+        ("the address 192.168.100.10 is set on node0 (fabric_address) and node1 (fabric_address)",),
         {"fabric_address": "192.168.100.10/24"},
         proven_by="fabric_plan",
     ),
     "fabric-two-subnets": Case(
         "fabric",
         "combination",
-        ("not in one subnet (node0 192.168.100.0/24, node1 192.168.101.0/24)",),
+        ("not in one subnet (node0 192.168.100.0/24, node1 192.168.102.0/24)",),
         inventory="fabric_two_subnets.yml",
         proven_by="fabric_plan",
+    ),
+    "fabric-twin-address-missing": Case(
+        "fabric",
+        "combination",
+        ("fabric_twin_address is not set for node0", "or set fabric_rails: 1"),
+        {"fabric_twin_address": ""},
+        proven_by="fabric_plan",
+    ),
+    "fabric-rails-out-of-range": Case(
+        "preflight",
+        "choice",
+        ("fabric_rails", "1, 2", "4"),
+        {"fabric_rails": 4},
+        proven_by="argument_spec",
     ),
     "fabric-mtu-out-of-range": Case(
         "fabric",

@@ -5,11 +5,24 @@
 from __future__ import annotations
 
 import pytest
-from ansible_collections.gb10.serving.plugins.module_utils._fabric_plan import plan_fabric
+from ansible_collections.gb10.serving.plugins.module_utils._fabric_plan import (
+    plan_fabric,
+    twin_interface,
+)
 
 
-def node(interface="enp1s0f1np1", address="192.168.100.10/24", mtu=9000):
-    return {"fabric_interface": interface, "fabric_address": address, "fabric_mtu": mtu}
+def node(interface="enp1s0f1np1", address="192.168.100.10/24", mtu=9000, **twin):
+    return {"fabric_interface": interface, "fabric_address": address, "fabric_mtu": mtu, **twin}
+
+
+def twin(n, address=None, **more):
+    """Node n of a two-rail cluster: 192.168.100.1n on the first half, .101.1n on the second."""
+    return node(
+        address=f"192.168.100.{10 + n}/24",
+        fabric_rails=2,
+        fabric_twin_address=address or f"192.168.101.{10 + n}/24",
+        **more,
+    )
 
 
 LAB = {
@@ -30,8 +43,65 @@ def test_lab_inventory_plans_both_nodes_with_each_other_as_peer():
         "mtu": 9000,
         "peer": "192.168.100.11",
         "peers": ["192.168.100.11"],
+        "rails": [
+            {
+                "interface": "enp1s0f1np1",
+                "ipv4": "192.168.100.10",
+                "prefix": 24,
+                "network": "192.168.100.0/24",
+                "peers": ["192.168.100.11"],
+            }
+        ],
     }
     assert plan["nodes"]["node1"]["peer"] == "192.168.100.10"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("enp1s0f1np1", "enP2p1s0f1np1"),
+        ("enp1s0f0np0", "enP2p1s0f0np0"),
+        ("eth0", None),
+        ("enP2p1s0f1np1", None),
+    ],
+)
+def test_the_twin_of_a_gb10_netdev_is_its_pci_domain_2_name(first, second):
+    """Names as a GB10 shows them (ibdev2netdev in tests/unit/.../fixtures/rdma)."""
+    assert twin_interface(first) == second
+
+
+def test_two_rails_plan_both_halves_each_with_its_peers():
+    plan = plan_fabric({"node0": twin(0), "node1": twin(1)}).to_dict()
+    assert plan["errors"] == []
+    node0 = plan["nodes"]["node0"]
+    assert node0["interface"] == "enp1s0f1np1"
+    assert node0["peers"] == ["192.168.100.11"]
+    assert node0["rails"][1] == {
+        "interface": "enP2p1s0f1np1",
+        "ipv4": "192.168.101.10",
+        "prefix": 24,
+        "network": "192.168.101.0/24",
+        "peers": ["192.168.101.11"],
+    }
+    assert plan["nodes"]["node1"]["rails"][1]["peers"] == ["192.168.101.10"]
+
+
+def test_a_twin_interface_set_in_the_inventory_wins_over_the_derived_name():
+    nodes = {
+        "a": twin(0, interface="eth1", fabric_twin_interface="eth2"),
+        "b": twin(1, interface="eth1", fabric_twin_interface="eth2"),
+    }
+    plan = plan_fabric(nodes)
+    assert plan.errors == []
+    assert [r["interface"] for r in plan.nodes["a"].rails] == ["eth1", "eth2"]
+
+
+def test_three_nodes_on_two_rails_check_every_pair_on_both_halves():
+    plan = plan_fabric({f"node{n}": twin(n) for n in range(3)})
+    assert plan.errors == []
+    rails = plan.nodes["node1"].rails
+    assert rails[0]["peers"] == ["192.168.100.10", "192.168.100.12"]
+    assert rails[1]["peers"] == ["192.168.101.10", "192.168.101.12"]
 
 
 def test_through_a_switch_every_node_checks_every_other():
@@ -114,7 +184,7 @@ BAD = [
     ),
     pytest.param(
         {"node0": LAB["node0"], "node1": node(address="192.168.100.10/24")},
-        ["fabric_address 192.168.100.10 is set on node0 and node1"],
+        ["the address 192.168.100.10 is set on node0 (fabric_address) and node1 (fabric_address)"],
         id="same-address",
     ),
     pytest.param(
@@ -151,6 +221,66 @@ BAD = [
         {"node0": LAB["node0"]},
         ["the fabric needs at least two nodes, the inventory has 1"],
         id="single-node",
+    ),
+    pytest.param(
+        {"node0": node(fabric_rails=3), "node1": node(address="192.168.100.11/24", fabric_rails=3)},
+        ["fabric_rails '3' on node0 is not 1 or 2", "set 2 to use both PCIe halves"],
+        id="rails-3",
+    ),
+    pytest.param(
+        {"node0": twin(0), "node1": LAB["node1"]},
+        ["fabric_rails differs between nodes (node0 2, node1 1)"],
+        id="rails-mismatch",
+    ),
+    pytest.param(
+        {"node0": node(fabric_rails=2), "node1": twin(1)},
+        ["fabric_twin_address is not set for node0", "192.168.101.10/24"],
+        id="twin-address-missing",
+    ),
+    pytest.param(
+        {"node0": twin(0, interface="eth1"), "node1": twin(1, interface="eth1")},
+        [
+            "fabric_twin_interface is not set for node0 and cannot be derived from "
+            "fabric_interface 'eth1'"
+        ],
+        id="twin-interface-not-derivable",
+    ),
+    pytest.param(
+        {"node0": twin(0, fabric_twin_interface="enp1s0f1np1"), "node1": twin(1)},
+        ["fabric_twin_interface 'enp1s0f1np1' on node0 is fabric_interface itself"],
+        id="twin-interface-is-the-first",
+    ),
+    pytest.param(
+        {
+            "node0": twin(0, address="192.168.100.20/24"),
+            "node1": twin(1, address="192.168.100.21/24"),
+        },
+        [
+            "fabric_twin_address 192.168.100.20/24 on node0 overlaps the subnet of fabric_address",
+            "ARP",
+        ],
+        id="twin-in-the-first-subnet",
+    ),
+    pytest.param(
+        {"node0": twin(0, address="192.168.100.11/24"), "node1": twin(1)},
+        [
+            "the address 192.168.100.11 is set on node1 (fabric_address) and "
+            "node0 (fabric_twin_address)"
+        ],
+        id="twin-address-taken",
+    ),
+    pytest.param(
+        {"node0": twin(0), "node1": twin(1, address="192.168.102.11/24")},
+        [
+            "fabric_twin_address values are not in one subnet "
+            "(node0 192.168.101.0/24, node1 192.168.102.0/24)"
+        ],
+        id="twins-in-two-subnets",
+    ),
+    pytest.param(
+        {"node0": twin(0, address="192.168.101.10"), "node1": twin(1)},
+        ["fabric_twin_address '192.168.101.10' on node0 has no prefix length"],
+        id="twin-no-prefix",
     ),
 ]
 

@@ -48,7 +48,26 @@ def test_plan_for_the_head_names_its_peer_and_merges_nothing_needlessly():
         "fabric_interface": "enp1s0f1np1",
         "fabric_ipv4": "192.168.100.10",
         "peer_ipv4s": ["192.168.100.11"],
+        "rails": [
+            {"interface": "enp1s0f1np1", "ipv4": "192.168.100.10", "peer_ipv4s": ["192.168.100.11"]}
+        ],
     }
+
+
+def test_with_two_rails_each_half_admits_the_peers_on_that_half_only():
+    nodes = {
+        host: {**values, "fabric_rails": 2, "fabric_twin_address": f"192.168.101.1{n}/24"}
+        for n, (host, values) in enumerate(NODES.items())
+    }
+    result = plan(nodes=nodes)
+    assert result["rails"] == [
+        {"interface": "enp1s0f1np1", "ipv4": "192.168.100.10", "peer_ipv4s": ["192.168.100.11"]},
+        {"interface": "enP2p1s0f1np1", "ipv4": "192.168.101.10", "peer_ipv4s": ["192.168.101.11"]},
+    ]
+    # The captured table was loaded for one rail: the second half's rule is missing.
+    assert firewall_live_problems(LIVE, result) == [
+        "No rule accepts the peer 192.168.101.11 on enP2p1s0f1np1."
+    ]
 
 
 def test_plan_for_the_worker_names_the_head():
