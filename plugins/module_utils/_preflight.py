@@ -259,24 +259,37 @@ def engine_role_flags_problems(argv, role_flags, api_users) -> List[str]:
 
 
 def engine_fit_problems(recipe, nodes) -> List[str]:
-    """The recipe's min_nodes and tensor parallel must fit ``nodes``, one GPU each.
+    """The recipe's node range and parallelism must fit ``nodes``, one GPU each.
 
-    ``recipe`` is the merged recipe; ``nodes`` the cluster's nodes, head first.
+    ``recipe`` is the merged recipe; ``nodes`` the cluster's nodes, head first. Every node
+    holds one GPU, so tensor parallel times pipeline parallel (1 when unset) must be the node
+    count: 2 x 1 on two Sparks, 1 x 3 or 3 x 1 on three, 2 x 2 or 4 x 1 on four.
     """
     min_nodes = recipe.get("min_nodes", 1)
+    max_nodes = recipe.get("max_nodes")
     defaults = recipe.get("defaults")
-    tensor_parallel = defaults.get("tensor_parallel", "") if isinstance(defaults, Mapping) else ""
-    tensor_parallel = str(tensor_parallel)
-    if jinja_int(min_nodes) <= len(nodes) and (
-        tensor_parallel == "" or jinja_int(tensor_parallel) == len(nodes)
-    ):
+    defaults = defaults if isinstance(defaults, Mapping) else {}
+    tensor_parallel = str(defaults.get("tensor_parallel", ""))
+    pipeline_parallel = str(defaults.get("pipeline_parallel", ""))
+    count = len(nodes)
+    product = (jinja_int(tensor_parallel) if tensor_parallel else 1) * (
+        jinja_int(pipeline_parallel) if pipeline_parallel else 1
+    )
+    fits_range = jinja_int(min_nodes) <= count and (
+        max_nodes in (None, "") or count <= jinja_int(max_nodes)
+    )
+    fits_gpus = (tensor_parallel == "" and pipeline_parallel == "") or product == count
+    if fits_range and fits_gpus:
         return []
+    most = "" if max_nodes in (None, "") else f" (at most {_text(max_nodes)})"
     return [
-        f"The recipe needs {_text(min_nodes)} node(s) and tensor parallel "
-        f"{tensor_parallel or 'unset'} (vllm_recipe.min_nodes, "
-        f"vllm_recipe.defaults.tensor_parallel), but the cluster has {len(nodes)} node(s), one "
-        f"GPU each ({', '.join(str(n) for n in nodes)}). Set tensor_parallel to {len(nodes)} "
-        "(vllm_recipe_overrides) or change the inventory."
+        f"The recipe needs {_text(min_nodes)} node(s){most} and tensor parallel "
+        f"{tensor_parallel or 'unset'} x pipeline parallel {pipeline_parallel or 'unset'} "
+        "(vllm_recipe.min_nodes, vllm_recipe.max_nodes, vllm_recipe.defaults.tensor_parallel, "
+        f"vllm_recipe.defaults.pipeline_parallel), but the cluster has {count} node(s), one "
+        f"GPU each ({', '.join(str(n) for n in nodes)}). Make tensor_parallel x "
+        f"pipeline_parallel {count} (vllm_recipe_overrides; for example tensor_parallel "
+        f"{count} and pipeline_parallel 1) or change the inventory."
     ]
 
 

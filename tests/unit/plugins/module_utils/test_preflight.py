@@ -9,12 +9,16 @@ an accident. The bad-input matrix over the lab is in test_bad_input_matrix.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from ansible_collections.gb10.serving.plugins.module_utils._plain import jinja_int
 from ansible_collections.gb10.serving.plugins.module_utils._preflight import (
     CHECKS,
     _truncate,
     _unique,
+    engine_fit_problems,
 )
 
 GROUPS = {"gb10_head": ["node0"], "gb10_workers": ["node1", "node2"]}
@@ -218,15 +222,32 @@ BAD = {
     "tensor-parallel-above-nodes": (
         "engine_fit",
         {"recipe": {**RECIPE, "defaults": {"tensor_parallel": 4}}, "nodes": ["node0", "node1"]},
-        "The recipe needs 2 node(s) and tensor parallel 4 (vllm_recipe.min_nodes, "
-        "vllm_recipe.defaults.tensor_parallel), but the cluster has 2 node(s), one GPU each "
-        "(node0, node1). Set tensor_parallel to 2 (vllm_recipe_overrides) or change the "
-        "inventory.",
+        "The recipe needs 2 node(s) and tensor parallel 4 x pipeline parallel unset "
+        "(vllm_recipe.min_nodes, vllm_recipe.max_nodes, vllm_recipe.defaults.tensor_parallel, "
+        "vllm_recipe.defaults.pipeline_parallel), but the cluster has 2 node(s), one GPU each "
+        "(node0, node1). Make tensor_parallel x pipeline_parallel 2 (vllm_recipe_overrides; "
+        "for example tensor_parallel 2 and pipeline_parallel 1) or change the inventory.",
+    ),
+    "parallel-product-not-the-node-count": (
+        "engine_fit",
+        {
+            "recipe": {"defaults": {"tensor_parallel": 2, "pipeline_parallel": 2}},
+            "nodes": ["a", "b", "c"],
+        },
+        "The recipe needs 1 node(s) and tensor parallel 2 x pipeline parallel 2",
+    ),
+    "more-nodes-than-the-recipe-allows": (
+        "engine_fit",
+        {
+            "recipe": {"min_nodes": 3, "max_nodes": 3, "defaults": {"pipeline_parallel": 4}},
+            "nodes": list("abcd"),
+        },
+        "The recipe needs 3 node(s) (at most 3) and tensor parallel unset x pipeline parallel 4",
     ),
     "min-nodes-above-nodes": (
         "engine_fit",
         {"recipe": {"min_nodes": 3}, "nodes": ["node0", "node1"]},
-        "The recipe needs 3 node(s) and tensor parallel unset (vllm_recipe.min_nodes,",
+        "The recipe needs 3 node(s) and tensor parallel unset x pipeline parallel unset",
     ),
     "tensor-parallel-not-a-number": (
         "engine_fit",
@@ -416,3 +437,24 @@ def test_unique_as_ansible_unique():
 )
 def test_truncate_as_jinja_truncate(text, expected):
     assert _truncate(text, 60) == expected
+
+
+def test_a_real_three_node_pipeline_recipe_fits_three_nodes_only():
+    """sparkrun's 3-node Qwen3.5-397B recipe: pipeline parallel 3 x tensor parallel 1, min
+    and max nodes 3. It fits three Sparks; two or four are refused naming both numbers."""
+    fixture = (
+        Path(__file__).parent / "fixtures" / "sparkrun" / "qwen3.5-397b-3x-pipeline.sparkrun.yaml"
+    )
+    recipe = yaml.safe_load(fixture.read_text().split("\n---\n", 1)[1])
+    assert engine_fit_problems(recipe, ["n0", "n1", "n2"]) == []
+    for nodes in (["n0", "n1"], ["n0", "n1", "n2", "n3"]):
+        (problem,) = engine_fit_problems(recipe, nodes)
+        assert "tensor parallel 1 x pipeline parallel 3" in problem
+        assert f"the cluster has {len(nodes)} node(s)" in problem
+    # Two by two on four nodes fits once the range allows four.
+    four = {
+        **recipe,
+        "max_nodes": 4,
+        "defaults": {**recipe["defaults"], "tensor_parallel": 2, "pipeline_parallel": 2},
+    }
+    assert engine_fit_problems(four, ["n0", "n1", "n2", "n3"]) == []
