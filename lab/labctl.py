@@ -3,7 +3,9 @@
     labctl.py image          build the node and engine images unless images of the same
                              inputs exist (the engine image is also tagged gb10-lab-engine:lab);
                              --only node|engine builds one of them
-    labctl.py up             create the networks and both nodes (idempotent)
+    labctl.py up             create the networks and both nodes (idempotent); --nodes 3 adds
+                             node2 on the same networks (a switch's third Spark), and a
+                             later `up` without it removes node2 again
     labctl.py down [--purge] remove the nodes, their engine containers and the networks;
                              --purge also deletes the per-node host directories
     labctl.py status         print one line per node
@@ -103,6 +105,10 @@ NODES = (
     Node("node0", "10.219.0.10", "192.168.100.10", 3, "192.168.101.10", 3),
     Node("node1", "10.219.0.11", "192.168.100.11", 4, "192.168.101.11", 3),
 )
+# A third Spark behind a switch, for the fabric's N-node checks (`up --nodes 3`); its halves'
+# GID indexes differ too.
+EXTRA_NODES = (Node("node2", "10.219.0.12", "192.168.100.12", 3, "192.168.101.12", 4),)
+ALL_NODES = NODES + EXTRA_NODES
 
 
 def host_root() -> Path:
@@ -316,10 +322,10 @@ def authorize_ssh(node: Node, key: Path) -> str:
     return f"{node.container},{node.mgmt_ipv4} {host_key[0]} {host_key[1]}"
 
 
-def write_ssh_config(key: Path, known_hosts: list[str]) -> Path:
+def write_ssh_config(key: Path, known_hosts: list[str], nodes=NODES) -> Path:
     """The ssh_config the lab inventory passes with -F: each node by its container name."""
     (SSH_DIR / "known_hosts").write_text("".join(f"{line}\n" for line in known_hosts))
-    blocks = [f"Host {node.container}\n  HostName {node.mgmt_ipv4}\n" for node in NODES]
+    blocks = [f"Host {node.container}\n  HostName {node.mgmt_ipv4}\n" for node in nodes]
     config = SSH_DIR / "config"
     config.write_text(
         "# Written by lab/labctl.py up; the lab inventory reads it (ansible_ssh_common_args).\n"
@@ -339,11 +345,15 @@ def write_ssh_config(key: Path, known_hosts: list[str]) -> Path:
     return config
 
 
-def up() -> None:
+def up(count: int = 2) -> None:
+    """The lab with exactly ``count`` nodes: the two of NODES, and node2 when asked for."""
     tag = build_image()
     _engine_image().build_image()
     ensure_networks()
-    for node in NODES:
+    wanted = ALL_NODES[:count]
+    for node in ALL_NODES[count:]:
+        remove_node(node)
+    for node in wanted:
         if node_running(node, tag):
             log(f"{node.container} is running")
             lay_gid_tree(node)
@@ -351,8 +361,17 @@ def up() -> None:
         log(f"starting {node.container}")
         start_node(node, tag)
     key = ssh_key()
-    write_ssh_config(key, [authorize_ssh(node, key) for node in NODES])
+    write_ssh_config(key, [authorize_ssh(node, key) for node in wanted], wanted)
     status()
+
+
+def remove_node(node: Node) -> None:
+    """Remove an extra node and every container it started (its engine, its downloads)."""
+    names = [name for name in lab_containers() if name.startswith(node.container)]
+    if names:
+        log(f"removing {', '.join(names)}")
+        docker("rm", "-f", "-v", *names)
+    shutil.rmtree(host_root() / node.name, ignore_errors=True)
 
 
 def lab_containers() -> list[str]:
@@ -369,18 +388,19 @@ def down(purge: bool) -> None:
         if exists("network", net):
             docker("network", "rm", net)
     if purge:
-        for node in NODES:
+        for node in ALL_NODES:
             shutil.rmtree(host_root() / node.name, ignore_errors=True)
     log("down")
 
 
 def status() -> None:
-    for node in NODES:
+    for node in ALL_NODES:
         proc = docker(
             "inspect", "-f", "{{.State.Status}} {{.Config.Image}}", node.container, check=False
         )
         state = proc.stdout.strip() if proc.returncode == 0 else "absent"
-        print(f"{node.container}: {state}")
+        if node in NODES or state != "absent":
+            print(f"{node.container}: {state}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -389,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     image_p = sub.add_parser("image")
     image_p.add_argument("--only", choices=["node", "engine"])
     sub.add_parser("image-tag")
-    sub.add_parser("up")
+    up_p = sub.add_parser("up")
+    up_p.add_argument("--nodes", type=int, choices=[2, 3], default=2)
     down_p = sub.add_parser("down")
     down_p.add_argument("--purge", action="store_true")
     sub.add_parser("status")
@@ -405,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         print(image_tag())
         print(_engine_image().image_tag())
     elif args.command == "up":
-        up()
+        up(args.nodes)
     elif args.command == "down":
         down(args.purge)
     elif args.command == "production-hub":

@@ -77,3 +77,37 @@ def test_the_lab_inventory_reaches_the_nodes_as_labctl_sets_them_up(labctl):
     config = group_vars["ansible_ssh_common_args"].removeprefix("-F ")
     config = config.replace("{{ inventory_dir }}", str(ROOT / "inventory" / "lab"))
     assert Path(config).resolve() == (ROOT / ".cache" / "lab" / "ssh" / "config").resolve()
+
+
+def _hosts(path: Path) -> dict:
+    """Host variables of a YAML inventory (or overlay), by host."""
+    found = {}
+
+    def walk(tree):
+        for body in (tree or {}).values():
+            body = body or {}
+            for host, variables in (body.get("hosts") or {}).items():
+                found.setdefault(host, {}).update(variables or {})
+            walk(body.get("children"))
+
+    walk(yaml.safe_load(path.read_text()))
+    return found
+
+
+def test_the_inventories_give_each_node_the_addresses_labctl_connects_it_with(labctl):
+    """The lab inventory (and the three-node overlay) address both halves as labctl wires
+    them: first half on the cable network, second half on its own, every address once."""
+    hosts = _hosts(ROOT / "inventory" / "lab" / "hosts.yml")
+    hosts.update(_hosts(ROOT / "tests" / "integration" / "inventories" / "three_nodes.yml"))
+    seen = []
+    for node in labctl.ALL_NODES:
+        variables = hosts[node.name]
+        assert variables["ansible_host"] == node.container
+        assert variables["fabric_address"] == f"{node.fabric_ipv4}/24"
+        assert variables["fabric_twin_address"] == f"{node.twin_ipv4}/24"
+        seen += [node.mgmt_ipv4, node.fabric_ipv4, node.twin_ipv4]
+    assert len(seen) == len(set(seen))
+    # node0's halves agree on the GID index, node1's and node2's do not: both ways of
+    # telling NCCL the GID run in the lab.
+    agree = {node.name: node.gid_index == node.twin_gid_index for node in labctl.ALL_NODES}
+    assert agree == {"node0": True, "node1": False, "node2": False}

@@ -108,6 +108,17 @@ OVERLAYS = {
                 node1:
                   fabric_address: 192.168.102.11/24
     """,
+    "three_nodes.yml": """
+        gb10_cluster:
+          children:
+            gb10_workers:
+              hosts:
+                node2:
+                  ansible_host: gb10-lab-node2
+                  fabric_interface: enp1s0f1np1
+                  fabric_address: 192.168.100.12/24
+                  fabric_twin_address: 192.168.101.12/24
+    """,
     "unreachable_worker.yml": """
         gb10_cluster:
           children:
@@ -846,6 +857,20 @@ UNIT_CASES = sorted(case_id for case_id, case in CASES.items() if not case.lab_o
 def test_the_lab_passes_preflight():
     """The positive control: the lab's own values give no problem anywhere."""
     assert preflight_failure() is None
+
+
+# The recipe split three ways, as sparkrun's 3-node recipes do.
+THREE_WAYS = {"vllm_recipe_overrides": {"tensor_parallel": 1, "pipeline_parallel": 3}}
+
+
+def test_three_nodes_behind_a_switch_pass_preflight_with_a_recipe_for_three():
+    """A third node on both fabric subnets, the recipe at tensor parallel 1 x pipeline
+    parallel 3: every role's preflight passes; the lab's recipe (tensor parallel 2) does not."""
+    assert preflight_failure(THREE_WAYS, "three_nodes.yml") is None
+    failure = preflight_failure(None, "three_nodes.yml")
+    assert (failure.role, failure.check) == ("vllm", "engine_fit")
+    assert "tensor parallel 2 x pipeline parallel unset" in failure.message
+    assert "the cluster has 3 node(s), one GPU each (node0, node1, node2)" in failure.message
 
 
 @pytest.mark.parametrize("case_id", UNIT_CASES)
