@@ -164,9 +164,15 @@ def firewall_live_problems(nft_json, plan, table="gb10_serving"):
     ]
     for rail in rails:
         interface = rail["interface"]
+        # One peer is a plain value in the rule, several a set (more than two nodes).
+        admitted = set()
+        for found, verdict in rules:
+            if verdict == "accept" and set(found) == {("meta", "iifname"), ("ip", "saddr")}:
+                if found[("meta", "iifname")] == interface:
+                    saddr = found[("ip", "saddr")]
+                    admitted.update(saddr if isinstance(saddr, tuple) else (saddr,))
         for peer in rail["peer_ipv4s"]:
-            wanted = ({("meta", "iifname"): interface, ("ip", "saddr"): peer}, "accept")
-            if wanted not in rules:
+            if peer not in admitted:
                 problems.append(f"No rule accepts the peer {peer} on {interface}.")
     port = plan.get("api_port")
     if ({("tcp", "dport"): port}, "reject") not in rules:

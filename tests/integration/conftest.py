@@ -91,6 +91,13 @@ def run_playbook(
         res = event.get("event_data", {}).get("res", {})
         if kind in ("runner_on_failed", "runner_on_unreachable"):
             failures.append(str(res.get("msg", "")))
+            # A looped task fails with "One or more items failed"; each failed item says why,
+            # as the play's output shows it.
+            failures += [
+                str(item.get("msg", ""))
+                for item in res.get("results", [])
+                if isinstance(item, dict) and item.get("failed")
+            ]
         elif kind == "runner_on_ok" and event["event_data"].get("task_action", "").endswith(
             "debug"
         ):

@@ -79,7 +79,7 @@ MOVED_FILES = (
 )
 PLAN_TASK = ENGINE_PLAN_TASK
 FABRIC_FACTS_TASK = "Set this node's fabric facts and engine environment"
-PING_TASK = "Ping every peer at full MTU without fragmenting"
+PING_TASK = "Ping every peer on every half at full MTU without fragmenting"
 RUNTIME_TASK = "Ask the Docker engine about itself"
 NODE_ENGINE_TASK = "Hand the node's engine settings to the vllm role"
 

@@ -115,6 +115,8 @@ OVERLAYS = {
               hosts:
                 node2:
                   ansible_host: gb10-lab-node2
+                  # inventory_dir is this file's directory for node2, three levels down.
+                  ansible_ssh_common_args: "-F {{ inventory_dir }}/../../../.cache/lab/ssh/config"
                   fabric_interface: enp1s0f1np1
                   fabric_address: 192.168.100.12/24
                   fabric_twin_address: 192.168.101.12/24

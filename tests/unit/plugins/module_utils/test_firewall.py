@@ -175,6 +175,43 @@ def test_the_peer_rule_is_checked():
     ]
 
 
+LIVE_THREE = (
+    Path(__file__).parent / "fixtures" / "nftables" / "lab-node0-three-nodes-nft-1.0.6.json"
+).read_text()
+THREE = {
+    f"node{n}": {
+        "fabric_address": f"192.168.100.1{n}/24",
+        "fabric_interface": "enp1s0f1np1",
+        "fabric_rails": 2,
+        "fabric_twin_address": f"192.168.101.1{n}/24",
+    }
+    for n in range(3)
+}
+
+
+def test_with_more_than_two_nodes_the_peers_are_a_set_in_the_rule():
+    """node0's live table with three nodes on two rails (captured on the lab after the
+    firewall ran with tests/integration/inventories/three_nodes.yml): each half's rule
+    admits a set of two peers, and every peer of the plan is found in it."""
+    three = plan(nodes=THREE, api_cidrs=["10.219.0.1/32"])
+    assert firewall_live_problems(LIVE_THREE, three) == []
+    four = plan(
+        nodes={
+            **THREE,
+            "node3": {
+                **THREE["node2"],
+                "fabric_address": "192.168.100.13/24",
+                "fabric_twin_address": "192.168.101.13/24",
+            },
+        },
+        api_cidrs=["10.219.0.1/32"],
+    )
+    assert firewall_live_problems(LIVE_THREE, four) == [
+        "No rule accepts the peer 192.168.100.13 on enp1s0f1np1.",
+        "No rule accepts the peer 192.168.101.13 on enP2p1s0f1np1.",
+    ]
+
+
 def test_no_table_is_named():
     assert "not loaded" in firewall_live_problems("", plan())[0]
     items = json.loads(LIVE)["nftables"]
