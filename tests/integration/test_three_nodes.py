@@ -32,16 +32,15 @@ def three_nodes(converged, tmp_path_factory):
     inventory puts node0's and node1's rules back, and node2 goes."""
     before = engines_state()
     subprocess.run([*LABCTL, "up", "--nodes", "3"], check=True, capture_output=True)
+    runs = {}
     try:
-        runs = {
-            "preflight": run_playbook(
-                PREFLIGHT, tmp_path_factory.mktemp("pre3"), inventories=THREE, extravars=THREE_WAYS
-            ),
-            "firewall": run_playbook(
-                FIREWALL, tmp_path_factory.mktemp("fw3"), inventories=THREE, diff=True
-            ),
-            "fabric": run_playbook(FABRIC, tmp_path_factory.mktemp("fabric3"), inventories=THREE),
-        }
+        runs["preflight"] = run_playbook(
+            PREFLIGHT, tmp_path_factory.mktemp("pre3"), inventories=THREE, extravars=THREE_WAYS
+        )
+        runs["firewall"] = run_playbook(
+            FIREWALL, tmp_path_factory.mktemp("fw3"), inventories=THREE, diff=True
+        )
+        runs["fabric"] = run_playbook(FABRIC, tmp_path_factory.mktemp("fabric3"), inventories=THREE)
     finally:
         runs["restore"] = run_playbook(FIREWALL, tmp_path_factory.mktemp("fw2"))
         subprocess.run([*LABCTL, "up"], check=True, capture_output=True)
