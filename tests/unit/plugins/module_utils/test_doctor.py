@@ -113,7 +113,7 @@ def test_memory_checks_on_the_lab_host():
     }
     (available, _swap, _cache) = check_memory("host", info, need_gib=100)
     assert available.status == FAIL
-    assert "the engine needs 100.0" in available.evidence
+    assert "below the 100.0 that must stay available" in available.evidence
     cached = {**info, "Cached": info["MemTotal"] // 2, "SwapTotal": 4 << 20, "SwapFree": 1 << 20}
     assert statuses(check_memory("host", cached, need_gib=4)) == {
         "memory available": OK,

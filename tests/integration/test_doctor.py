@@ -1,0 +1,241 @@
+"""The doctor (playbooks/doctor.yml) on the converged lab: read only, one report, and each
+fault the field reports named on its node with the fix.
+
+| fault                                  | how the lab makes it                          |
+|----------------------------------------|-----------------------------------------------|
+| a wrong owner in the cache             | a file of node1's cache chowned to root       |
+| the GID index moved under the engine   | node0's GID tree laid again with index 5      |
+| an MTU mismatch between the nodes      | the host end of node1's cable set to MTU 1500 |
+| a killed worker behind a serving head  | node1's worker process killed (SIGKILL)       |
+
+Each puts the lab back itself; the killed worker (which only site.yml can mend, and proves
+that it does) runs with the disruptive tests. A node running another image, a wrong socket
+ifname and the other verdicts are unit-tested on this lab's captured evidence
+(tests/unit/plugins/module_utils/test_doctor_judge.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import (
+    ENGINES,
+    NODE_CONTAINERS,
+    REPORTS,
+    ROOT,
+    SITE,
+    api_key,
+    api_url,
+    chat,
+    engines_state,
+    run_playbook,
+)
+from test_fabric import cable_end, host_link
+
+DOCTOR = ROOT / "playbooks" / "doctor.yml"
+CACHE = "/var/lib/gb10-lab/{node}/huggingface"  # node_hf_cache_dir in inventory/lab
+
+
+def _labctl():
+    spec = importlib.util.spec_from_file_location("labctl", ROOT / "lab" / "labctl.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("labctl", module)  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def doctor(tmp_path: Path, name: str, **extravars):
+    """Run the doctor with its report under tmp_path/name; the run and the report."""
+    out = tmp_path / name
+    run = run_playbook(DOCTOR, out, extravars={"doctor_report_dir": str(out), **extravars})
+    pages = sorted((out / "doctor").glob("*/doctor.json"))
+    report = json.loads(pages[-1].read_text()) if pages else None
+    return run, report
+
+
+def verdict(report, check, host):
+    return next(c for c in report["checks"] if c["check"] == check and c["host"] == host)
+
+
+def failing(report):
+    return {(c["check"], c["host"]) for c in report["checks"] if c["status"] == "fail"}
+
+
+def test_a_healthy_cluster_passes_and_nothing_changes(converged, tmp_path):
+    before = engines_state()
+    run, report = doctor(tmp_path, "real", vllm_canary_max_tokens=2)
+    assert run.status == "successful", run.failure_messages
+    assert run.count("changed") == 0
+    assert report["status"] != "fail", [c for c in report["checks"] if c["status"] == "fail"]
+    assert verdict(report, "canary completion", None)["evidence"].startswith(
+        "a 2-token completion came back"
+    )
+    assert verdict(report, "ranks", "node1")["evidence"].startswith("1 of 1 worker processes")
+    # The page beside the JSON, and the summary in the play output.
+    (page,) = (tmp_path / "real" / "doctor").glob("*/doctor.md")
+    assert page.read_text().startswith(f"# gb10.serving doctor: {report['status']}")
+    assert any("doctor: ok (" in m for m in run.debug_messages), run.debug_messages
+    # Check mode: the same verdict, still nothing changed, the report written all the same.
+    check = run_playbook(
+        DOCTOR,
+        tmp_path / "check",
+        extravars={"doctor_report_dir": str(tmp_path / "check")},
+        check=True,
+    )
+    assert check.status == "successful", check.failure_messages
+    assert check.count("changed") == 0
+    assert list((tmp_path / "check" / "doctor").glob("*/doctor.json"))
+    assert engines_state() == before
+    key = api_key()
+    for text in (run.stdout, json.dumps(run.events_data), json.dumps(report), page.read_text()):
+        assert key not in text
+
+
+def test_the_thresholds_and_a_regression_are_the_inventory_s(converged, tmp_path):
+    # This deployment's real bench report (site.yml wrote it), and a later one 50% slower.
+    fingerprint = verdict_fingerprint()
+    (first,) = sorted(REPORTS.glob(f"*-{fingerprint[:12]}/bench.json"))[:1]
+    out = tmp_path / "thresholds"
+    slower = json.loads(first.read_text())
+    slower["summary"]["single_stream"] *= 0.5
+    for stamp, doc in (
+        ("20000101T000000Z", json.loads(first.read_text())),
+        ("20990101T000000Z", slower),
+    ):
+        (out / f"{stamp}-{fingerprint[:12]}").mkdir(parents=True)
+        (out / f"{stamp}-{fingerprint[:12]}" / "bench.json").write_text(json.dumps(doc))
+    run, report = doctor(
+        tmp_path,
+        "thresholds",
+        doctor_fatal=False,
+        doctor_min_free_gib=10**6,
+        doctor_min_available_gib=10**4,
+        doctor_max_regression_pct=60,
+    )
+    # Failing checks, reported, and the play goes on (doctor_fatal: false).
+    assert run.status == "successful", run.failure_messages
+    assert report["status"] == "fail"
+    assert {("free disk", "node0"), ("memory available", "node1")} <= failing(report)
+    # 50% slower is within 60%: compared, not failed.
+    regression = verdict(report, "single_stream", None)
+    assert regression["status"] == "ok"
+    assert "(-50.0%)" in regression["evidence"]
+
+
+def verdict_fingerprint() -> str:
+    proc = subprocess.run(
+        [
+            "docker",
+            "inspect",
+            "-f",
+            '{{index .Config.Labels "io.gb10-serving.deployment"}}',
+            ENGINES["node0"],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.strip()
+
+
+def test_a_wrong_owner_in_the_cache_is_counted_and_left(converged, tmp_path):
+    cache = CACHE.format(node="node1")
+    stray = f"{cache}/gb10-doctor-stray"
+    node = NODE_CONTAINERS["node1"]
+    subprocess.run(["docker", "exec", node, "sh", "-c", f"echo x > {stray}"], check=True)
+    try:
+        run, report = doctor(tmp_path, "owner")
+        assert run.status == "failed"
+        found = verdict(report, "cache owner", "node1")
+        assert found["status"] == "fail"
+        assert stray in found["evidence"]
+        assert "run site.yml" in found["fix"]
+        assert verdict(report, "cache owner", "node0")["status"] == "ok"
+        # Counted, never repaired: the file is still root's.
+        owner = subprocess.run(
+            ["docker", "exec", node, "stat", "-c", "%u:%g", stray],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        assert owner == "0:0"
+        assert any("cache owner on node1" in m for m in run.failure_messages), run.failure_messages
+    finally:
+        subprocess.run(["docker", "exec", node, "rm", "-f", stray], check=True)
+
+
+def test_a_gid_index_moved_under_the_running_engine_is_named(converged, tmp_path):
+    labctl = _labctl()
+    node0 = next(n for n in labctl.NODES if n.name == "node0")
+    before = engines_state()
+    labctl.lay_gid_tree(dataclasses.replace(node0, gid_index=5))
+    try:
+        run, report = doctor(tmp_path, "gid")
+        assert run.status == "failed"
+        found = verdict(report, "gid index", "node0")
+        assert found["status"] == "fail"
+        assert "NCCL_IB_GID_INDEX=3" in found["evidence"]
+        assert "rocep1s0f1:1 5" in found["evidence"]
+        assert "run site.yml" in found["fix"]
+        assert verdict(report, "gid index", "node1")["status"] == "ok"
+    finally:
+        labctl.lay_gid_tree(node0)
+    assert engines_state() == before
+
+
+def test_an_mtu_mismatch_between_the_nodes_is_named(converged, tmp_path):
+    with host_link(cable_end("node1"), "mtu", "1500", restore=("mtu", "9000")):
+        run, report = doctor(tmp_path, "mtu")
+    assert run.status == "failed"
+    for host, peer in (("node0", "192.168.100.11"), ("node1", "192.168.100.10")):
+        found = verdict(report, f"ping enp1s0f1np1 -> {peer}", host)
+        assert found["status"] == "fail"
+        assert found["evidence"].startswith("MTU mismatch")
+        assert "MTU 9000" in found["fix"]
+    # Each node's own port still has its MTU: the mismatch is between them.
+    assert verdict(report, "link enp1s0f1np1", "node1")["status"] == "ok"
+    # The other half of the port is not blamed.
+    assert verdict(report, "ping enP2p1s0f1np1 -> 192.168.101.11", "node0")["status"] == "ok"
+
+
+def _kill_workers(node: str) -> list[str]:
+    script = (
+        "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in "
+        "VLLM::Worker*) echo ${p#/proc/}; kill -9 ${p#/proc/};; esac; done"
+    )
+    proc = subprocess.run(
+        ["docker", "exec", ENGINES[node], "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.split()
+
+
+@pytest.mark.disruptive
+def test_a_killed_worker_behind_a_serving_head_is_named_and_site_yml_mends_it(converged, tmp_path):
+    assert _kill_workers("node1"), "node1's engine had no worker process"
+    time.sleep(5)
+    # The head still answers /health: what a load balancer sees is healthy.
+    assert requests.get(f"{api_url()}/health", timeout=10).status_code == 200
+    run, report = doctor(tmp_path, "killed", vllm_canary_timeout=30)
+    assert run.status == "failed"
+    names = failing(report)
+    assert ("canary completion", None) in names, names
+    # node1 is named: its rank restarted alone, or its worker is gone from a running container.
+    assert names & {("started together", "node1"), ("ranks", "node1"), ("container", "node1")}
+    assert verdict(report, "/health", None)["status"] == "ok"
+    # The fix the doctor gives: site.yml restarts the cluster in order, and it serves again.
+    mended = run_playbook(SITE, tmp_path / "mend")
+    assert mended.status == "successful", mended.failure_messages
+    assert chat(api_key()).status_code == 200
+    shutil.rmtree(tmp_path / "killed", ignore_errors=True)
