@@ -44,7 +44,7 @@ stage_units() {
 }
 
 # Tests of the lab's own tooling and other plain pytest tests that need no lab.
-stage_pytest() { pytest -q --junitxml="$results/pytest.xml" tests/lab tests/packaging tests/sparkrun tests/controller; }
+stage_pytest() { pytest -q --junitxml="$results/pytest.xml" tests/lab tests/packaging tests/sparkrun tests/controller tests/roles; }
 
 # Playbooks driven through ansible-runner against a fresh lab, with the lab inventory. The
 # lab is left up: the molecule stage after this one deploys the production-shaped inventory

@@ -339,40 +339,25 @@ def check_pings(host: str, mtu: int, pings: Iterable[Mapping]) -> List[Verdict]:
     for ping in pings:
         path = "%s -> %s" % (ping["interface"], ping["peer"])
         if ping.get("full_rc") == 0:
-            verdicts.append(
-                _verdict(
-                    "fabric",
-                    "ping %s" % path,
-                    host,
-                    OK,
-                    "%d-byte pings cross without fragmenting" % size,
-                )
-            )
+            status, evidence, fix = OK, "%d-byte pings cross without fragmenting" % size, ""
         elif ping.get("small_rc") == 0:
-            verdicts.append(
-                _verdict(
-                    "fabric",
-                    "ping %s" % path,
-                    host,
-                    FAIL,
-                    "MTU mismatch: small pings reach %s, %d-byte pings that must not fragment do "
-                    "not" % (ping["peer"], size),
-                    "give the peer's fabric port MTU %s too (`ip link show` on both nodes) and "
-                    "check nothing between them has a smaller one" % mtu,
-                )
+            status = FAIL
+            evidence = (
+                "MTU mismatch: small pings reach %s, %d-byte pings that must not fragment do "
+                "not" % (ping["peer"], size)
+            )
+            fix = (
+                "give the peer's fabric port MTU %s too (`ip link show` on both nodes) and "
+                "check nothing between them has a smaller one" % mtu
             )
         else:
-            verdicts.append(
-                _verdict(
-                    "fabric",
-                    "ping %s" % path,
-                    host,
-                    FAIL,
-                    "no path to %s over %s, not even for small pings"
-                    % (ping["peer"], ping["interface"]),
-                    "check the cable, both nodes' fabric addresses and that both links are up",
-                )
+            status = FAIL
+            evidence = "no path to %s over %s, not even for small pings" % (
+                ping["peer"],
+                ping["interface"],
             )
+            fix = "check the cable, both nodes' fabric addresses and that both links are up"
+        verdicts.append(_verdict("fabric", "ping %s" % path, host, status, evidence, fix))
     return verdicts
 
 

@@ -424,6 +424,58 @@ def sweep_variants_problems(bench_sweep_variants) -> List[str]:
     ]
 
 
+# --- the watchdog (watchdog role) ------------------------------------------------------------
+
+
+def watchdog_problems(
+    watchdog_interval,
+    watchdog_failures,
+    watchdog_max_restarts,
+    watchdog_window,
+    watchdog_canary_timeout,
+    watchdog_boot_timeout,
+    watchdog_webhook_url,
+) -> List[str]:
+    """The watchdog's counts at least 1, its times positive seconds, the interval at least 5
+    and no longer than the window, the canary's timeout shorter than the interval, the
+    webhook empty or an http(s) URL."""
+    problems = []
+    for name, value in (
+        ("watchdog_failures", watchdog_failures),
+        ("watchdog_max_restarts", watchdog_max_restarts),
+    ):
+        if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+            problems.append(f"{name} must be a whole number of at least 1, not {_text(value)}.")
+    interval, window, canary, boot = (
+        _seconds(watchdog_interval),
+        _seconds(watchdog_window),
+        _seconds(watchdog_canary_timeout),
+        _seconds(watchdog_boot_timeout),
+    )
+    if interval is None or interval < 5:
+        problems.append(
+            f"watchdog_interval must be at least 5 seconds, not {_text(watchdog_interval)}."
+        )
+    if window is None or (interval is not None and window < interval):
+        problems.append(
+            "watchdog_window must be a number of seconds no shorter than watchdog_interval, "
+            f"not {_text(watchdog_window)}."
+        )
+    if canary is None or canary <= 0 or (interval is not None and canary >= interval):
+        problems.append(
+            "watchdog_canary_timeout must be positive seconds, shorter than watchdog_interval "
+            f"({_text(watchdog_interval)}), not {_text(watchdog_canary_timeout)}."
+        )
+    if boot is None or boot <= 0:
+        problems.append(
+            f"watchdog_boot_timeout must be positive seconds, not {_text(watchdog_boot_timeout)}."
+        )
+    url = str(watchdog_webhook_url or "")
+    if url and not re.match(r"^https?://[^\s/]+", url):
+        problems.append(f"watchdog_webhook_url must be empty or an http(s) URL, not {url!r}.")
+    return problems
+
+
 # The checks by the name the roles call them by (gb10.serving.preflight_problems), in the
 # order the roles run them.
 CHECKS = {
@@ -448,4 +500,5 @@ CHECKS = {
     "engine_reserved_env": engine_reserved_env_problems,
     "engine_wait": engine_wait_problems,
     "sweep_variants": sweep_variants_problems,
+    "watchdog": watchdog_problems,
 }

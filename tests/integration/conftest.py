@@ -120,6 +120,16 @@ def node_has_file(node: str, path: str) -> bool:
     return proc.returncode == 0
 
 
+def node_sh(node: str, script: str, check: bool = True) -> str:
+    """Run a shell script on a lab node (as root); its output."""
+    return subprocess.run(
+        ["docker", "exec", NODE_CONTAINERS[node], "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=check,
+    ).stdout
+
+
 def remove_node_file(node: str, path: str) -> None:
     subprocess.run(["docker", "exec", NODE_CONTAINERS[node], "rm", "-f", path], check=True)
 

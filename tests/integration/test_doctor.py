@@ -6,10 +6,11 @@ fault the field reports named on its node with the fix.
 | a wrong owner in the cache             | a file of node1's cache chowned to root       |
 | the GID index moved under the engine   | node0's GID tree laid again with index 5      |
 | an MTU mismatch between the nodes      | the host end of node1's cable set to MTU 1500 |
-| a killed worker behind a serving head  | node1's worker process killed (SIGKILL)       |
+| a killed worker behind a serving head  | node1's worker killed (test_watchdog.py)      |
 
-Each puts the lab back itself; the killed worker (which only site.yml can mend, and proves
-that it does) runs with the disruptive tests. A node running another image, a wrong socket
+Each puts the lab back itself. The killed worker is tests/integration/test_watchdog.py's:
+the doctor names it there, then the watchdog brings the cluster back (one engine boot for
+both). A node running another image, a wrong socket
 ifname and the other verdicts are unit-tested on this lab's captured evidence
 (tests/unit/plugins/module_utils/test_doctor_judge.py).
 """
@@ -19,23 +20,16 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
-import requests
 from conftest import (
     ENGINES,
     NODE_CONTAINERS,
     REPORTS,
     ROOT,
-    SITE,
     api_key,
-    api_url,
-    chat,
     engines_state,
     run_playbook,
 )
@@ -205,37 +199,3 @@ def test_an_mtu_mismatch_between_the_nodes_is_named(converged, tmp_path):
     assert verdict(report, "link enp1s0f1np1", "node1")["status"] == "ok"
     # The other half of the port is not blamed.
     assert verdict(report, "ping enP2p1s0f1np1 -> 192.168.101.11", "node0")["status"] == "ok"
-
-
-def _kill_workers(node: str) -> list[str]:
-    script = (
-        "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in "
-        "VLLM::Worker*) echo ${p#/proc/}; kill -9 ${p#/proc/};; esac; done"
-    )
-    proc = subprocess.run(
-        ["docker", "exec", ENGINES[node], "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return proc.stdout.split()
-
-
-@pytest.mark.disruptive
-def test_a_killed_worker_behind_a_serving_head_is_named_and_site_yml_mends_it(converged, tmp_path):
-    assert _kill_workers("node1"), "node1's engine had no worker process"
-    time.sleep(5)
-    # The head still answers /health: what a load balancer sees is healthy.
-    assert requests.get(f"{api_url()}/health", timeout=10).status_code == 200
-    run, report = doctor(tmp_path, "killed", vllm_canary_timeout=30)
-    assert run.status == "failed"
-    names = failing(report)
-    assert ("canary completion", None) in names, names
-    # node1 is named: its rank restarted alone, or its worker is gone from a running container.
-    assert names & {("started together", "node1"), ("ranks", "node1"), ("container", "node1")}
-    assert verdict(report, "/health", None)["status"] == "ok"
-    # The fix the doctor gives: site.yml restarts the cluster in order, and it serves again.
-    mended = run_playbook(SITE, tmp_path / "mend")
-    assert mended.status == "successful", mended.failure_messages
-    assert chat(api_key()).status_code == 200
-    shutil.rmtree(tmp_path / "killed", ignore_errors=True)

@@ -30,6 +30,7 @@ from conftest import (
     api_key,
     chat,
     engines_state,
+    node_sh,
     run_playbook,
 )
 from test_fabric import FABRIC_IF, cable_end, host_link
@@ -56,15 +57,6 @@ def assert_failed_with(run: PlaybookRun, *fragments: str) -> None:
 
 def lab_cache(node: str) -> str:
     return f"/var/lib/gb10-lab/{node}/huggingface"
-
-
-def node_sh(node: str, script: str) -> str:
-    return subprocess.run(
-        ["docker", "exec", NODE_CONTAINERS[node], "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
 
 
 def lay_fault_repo(root):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-import subprocess
 
 import pytest
 import yaml
@@ -33,6 +32,7 @@ from conftest import (
     engines_state,
     inspect,
     node_has_file,
+    node_sh,
     run_playbook,
     task_facts,
 )
@@ -127,12 +127,7 @@ def node_state(node: str, cache_dir: str) -> str:
         [f"if [ -e {path} ]; then sha256sum {path}; else echo absent {path}; fi" for path in paths]
         + [f"stat -c '%n %u:%g' {shlex.quote(cache_dir)}"]
     )
-    return subprocess.run(
-        ["docker", "exec", NODE_CONTAINERS[node], "sh", "-c", script],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    return node_sh(node, script)
 
 
 def controller_state() -> dict[str, str]:

@@ -38,6 +38,16 @@ CLIENTS = {
 }
 LONG_HOST = "http://" + "x" * 70 + " y"
 
+# The watchdog role's defaults.
+WATCHDOG = {
+    "watchdog_interval": 60,
+    "watchdog_failures": 3,
+    "watchdog_max_restarts": 3,
+    "watchdog_window": 3600,
+    "watchdog_canary_timeout": 30,
+    "watchdog_boot_timeout": 1800,
+    "watchdog_webhook_url": "",
+}
 DOWNLOAD_WAIT = {
     "node_download_timeout": 14400,
     "node_download_poll": 5,
@@ -94,6 +104,9 @@ GOOD = [
     ),
     ("sweep_variants", {"bench_sweep_variants": {"max_model_len": [1]}}),
     ("sweep_variants", {"bench_sweep_variants": [{"max_model_len": 1}]}),
+    ("watchdog", WATCHDOG),
+    ("watchdog", {**WATCHDOG, "watchdog_interval": "5", "watchdog_canary_timeout": 4.5}),
+    ("watchdog", {**WATCHDOG, "watchdog_webhook_url": "https://hooks.example.org/gb10"}),
 ]
 
 
@@ -376,6 +389,32 @@ BAD = {
         "node_download_wait",
         {**DOWNLOAD_WAIT, "node_download_progress_interval": "soon"},
         "got 14400, 5 and soon.",
+    ),
+    "watchdog-no-failures": (
+        "watchdog",
+        {**WATCHDOG, "watchdog_failures": 0},
+        "watchdog_failures must be a whole number of at least 1, not 0.",
+    ),
+    "watchdog-interval-short": (
+        "watchdog",
+        {**WATCHDOG, "watchdog_interval": 1, "watchdog_canary_timeout": 0.5},
+        "watchdog_interval must be at least 5 seconds, not 1.",
+    ),
+    "watchdog-canary-outlasts-interval": (
+        "watchdog",
+        {**WATCHDOG, "watchdog_canary_timeout": 60},
+        "watchdog_canary_timeout must be positive seconds, shorter than watchdog_interval "
+        "(60), not 60.",
+    ),
+    "watchdog-window-short": (
+        "watchdog",
+        {**WATCHDOG, "watchdog_window": 30},
+        "watchdog_window must be a number of seconds no shorter than watchdog_interval, not 30.",
+    ),
+    "watchdog-webhook-not-a-url": (
+        "watchdog",
+        {**WATCHDOG, "watchdog_webhook_url": "hooks.example.org"},
+        "watchdog_webhook_url must be empty or an http(s) URL, not 'hooks.example.org'.",
     ),
     "sweep-empty": (
         "sweep_variants",

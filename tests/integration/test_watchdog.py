@@ -1,0 +1,224 @@
+"""The watchdog on the lab, for real: systemd's timer on node0, the canary through the API,
+the head's own key into node1's forced command over the cable, Docker stopping and starting
+the engines. A killed worker behind a head that may still answer /health: the doctor names
+it, then the watchdog brings the cluster back (the one engine boot both share). A fault that
+lasts (the head's API port dropped on loopback, where the canary asks): one restart more
+than the first test's, then it gives up and says so. watchdog_enabled: false removes it all.
+The time from a killed worker to serving again is measured by benchmarks, not here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+from conftest import (
+    ENGINES,
+    SITE,
+    api_key,
+    api_url,
+    chat,
+    node_sh,
+    run_playbook,
+)
+from test_doctor import DOCTOR, failing, verdict
+
+pytestmark = pytest.mark.disruptive
+
+# This machine on the lab's management network (lab/labctl.py MGMT_GATEWAY): node0 reaches
+# the webhook there.
+WEBHOOK_ADDRESS = "10.219.0.1"
+UNIT = "gb10-serving-watchdog"
+# Short enough for a test: a canary every 5 s, a restart after 2 failures.
+FAST = {
+    "watchdog_enabled": True,
+    "watchdog_interval": 5,
+    "watchdog_failures": 2,
+    "watchdog_canary_timeout": 4,
+    "watchdog_boot_timeout": 120,
+}
+
+
+def journal() -> list[str]:
+    return node_sh("node0", f"journalctl -t {UNIT} -o cat --no-pager").splitlines()
+
+
+def remote_journal() -> list[str]:
+    return node_sh("node1", f"journalctl -t {UNIT} -o cat --no-pager").splitlines()
+
+
+def kill_workers(node: str) -> list[str]:
+    script = (
+        "for p in /proc/[0-9]*; do case \"$(tr '\\0' ' ' < $p/cmdline)\" in "
+        "VLLM::Worker*) echo ${p#/proc/}; kill -9 ${p#/proc/};; esac; done"
+    )
+    proc = subprocess.run(
+        ["docker", "exec", ENGINES[node], "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.split()
+
+
+def wait_for(predicate, timeout: float, step: float = 5):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    return predicate()
+
+
+def serves() -> bool:
+    try:
+        return chat(api_key()).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+@contextlib.contextmanager
+def webhook():
+    """A receiver on this machine's management address; yields the events it got."""
+    events = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            length = int(self.headers.get("Content-Length", 0))
+            events.append(json.loads(self.rfile.read(length)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer((WEBHOOK_ADDRESS, 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{WEBHOOK_ADDRESS}:{server.server_address[1]}/gb10", events
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_killed_worker_is_named_by_the_doctor_and_brought_back_by_the_watchdog(
+    converged, tmp_path
+):
+    # Only what the journals say from now on counts.
+    seen, seen_remote = len(journal()), len(remote_journal())
+    assert kill_workers("node1"), "node1's engine had no worker process"
+    time.sleep(5)
+    doctor = run_playbook(
+        DOCTOR,
+        tmp_path / "doctor",
+        extravars={"doctor_report_dir": str(tmp_path / "doctor"), "vllm_canary_timeout": 10},
+    )
+    assert doctor.status == "failed"
+    (page,) = (tmp_path / "doctor" / "doctor").glob("*/doctor.json")
+    report = json.loads(page.read_text())
+    names = failing(report)
+    assert ("canary completion", None) in names, names
+    # node1 is named: its rank restarted alone, or its worker is gone from a running container.
+    assert names & {("started together", "node1"), ("ranks", "node1"), ("container", "node1")}
+    assert verdict(report, "canary completion", None)["fix"]
+
+    with webhook() as (url, events):
+        install = run_playbook(
+            SITE,
+            tmp_path / "install",
+            extravars={**FAST, "watchdog_webhook_url": url},
+            tags="watchdog",
+        )
+        assert install.status == "successful", install.failure_messages
+        assert wait_for(serves, timeout=600), journal()
+        wait_for(lambda: any(e.get("action") == "restarted" for e in events), timeout=120)
+    lines = journal()[seen:]
+    restart = next(i for i, line in enumerate(lines) if "restarting the cluster" in line)
+    # The engine role's order: the head's engine stopped first, the worker's started first.
+    assert lines[restart + 1 : restart + 5] == [
+        "stopping the engine on node0",
+        "stopping the engine on node1",
+        "starting the engine on node1",
+        "starting the engine on node0",
+    ], lines
+    assert "the restarted cluster serves" in lines
+    # After watchdog_failures (2) canaries failed in a row, not before.
+    assert lines[restart].startswith("the canary failed 2 times in a row")
+    assert "1 of 2 in a row" in lines[restart - 1]
+    # node1's engine came back through the forced command, which logged it there.
+    remote = "\n".join(remote_journal()[seen_remote:])
+    assert f"start the engine {ENGINES['node1']} at the head's request: done" in remote
+    assert [e["action"] for e in events][:2] == ["restart", "restarted"], events
+    assert requests.get(f"{api_url()}/health", timeout=10).status_code == 200
+    # The key: in a root-only file on the head, in no journal line, in no webhook event.
+    key = api_key()
+    assert node_sh("node0", "stat -c %a:%U /etc/gb10-serving/watchdog/check.json").strip() == (
+        "600:root"
+    )
+    assert key not in "\n".join(lines) + remote + json.dumps(events)
+    # A worker's key entry lets the head run the forced command only, from its fabric address.
+    entry = node_sh("node1", f"grep ' {UNIT}$' /root/.ssh/authorized_keys")
+    assert entry.startswith('restrict,from="192.168.100.10",command="')
+
+
+def test_a_lasting_fault_gets_the_restarts_left_then_the_watchdog_gives_up_and_goes(
+    converged, tmp_path
+):
+    seen = len(journal())
+    drop = (
+        "nft add table inet gb10_test && nft add chain inet gb10_test input "
+        "'{ type filter hook input priority -50; }' && "
+        "nft add rule inet gb10_test input iif lo tcp dport 8000 drop"
+    )
+    # Two restarts in two hours: the first test's was one of them.
+    # The restarted cluster cannot answer through the dropped port: 30 s of waiting for it
+    # is enough to prove it gives up, and keeps the test short.
+    settings = {
+        **FAST,
+        "watchdog_max_restarts": 2,
+        "watchdog_window": 7200,
+        "watchdog_boot_timeout": 30,
+    }
+    run = run_playbook(SITE, tmp_path / "settings", extravars=settings, tags="watchdog")
+    assert run.status == "successful", run.failure_messages
+    node_sh("node0", drop)
+    try:
+        gave_up = wait_for(
+            lambda: any("giving up" in line for line in journal()[seen:]), timeout=600, step=10
+        )
+        assert gave_up, journal()
+        time.sleep(15)  # a few more canaries: none restarts anything
+        lines = journal()[seen:]
+        assert sum("restarting the cluster" in line for line in lines) == 1, lines
+        (give_up,) = [line for line in lines if "giving up" in line]
+        assert "after 2 restarts in 7200 s" in give_up
+    finally:
+        node_sh("node0", "nft delete table inet gb10_test", check=False)
+    # The engines booted during the wait: with the port open again, the cluster serves.
+    assert wait_for(serves, timeout=300)
+
+    removed = run_playbook(
+        SITE, tmp_path / "remove", extravars={"watchdog_enabled": False}, tags="watchdog"
+    )
+    assert removed.status == "successful", removed.failure_messages
+    assert node_sh("node0", f"ls /etc/systemd/system/{UNIT}.timer", check=False) == ""
+    assert (
+        node_sh("node0", "ls /etc/gb10-serving/watchdog /usr/local/lib/gb10-serving", check=False)
+        == ""
+    )
+    assert (
+        node_sh("node1", f"grep -c ' {UNIT}$' /root/.ssh/authorized_keys", check=False).strip()
+        == "0"
+    )
+    again = run_playbook(
+        SITE, tmp_path / "again", extravars={"watchdog_enabled": False}, tags="watchdog"
+    )
+    assert again.status == "successful", again.failure_messages
+    assert again.count("changed") == 0
