@@ -141,61 +141,56 @@ def verdict_fingerprint() -> str:
     return proc.stdout.strip()
 
 
-def test_a_wrong_owner_in_the_cache_is_counted_and_left(converged, tmp_path):
-    cache = CACHE.format(node="node1")
-    stray = f"{cache}/gb10-doctor-stray"
+def test_three_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
+    """A root-owned file in node1's cache, node0's GID moved to index 5, and the host end of
+    node1's cable at MTU 1500, all in one doctor run (one run, three verdicts, each on its
+    node and no other); each fault is put back after."""
+    stray = f"{CACHE.format(node='node1')}/gb10-doctor-stray"
     node = NODE_CONTAINERS["node1"]
+    labctl = _labctl()
+    node0 = next(n for n in labctl.NODES if n.name == "node0")
+    before = engines_state()
     subprocess.run(["docker", "exec", node, "sh", "-c", f"echo x > {stray}"], check=True)
+    labctl.lay_gid_tree(dataclasses.replace(node0, gid_index=5))
     try:
-        run, report = doctor(tmp_path, "owner")
-        assert run.status == "failed"
-        found = verdict(report, "cache owner", "node1")
-        assert found["status"] == "fail"
-        assert stray in found["evidence"]
-        assert "run site.yml" in found["fix"]
-        assert verdict(report, "cache owner", "node0")["status"] == "ok"
-        # Counted, never repaired: the file is still root's.
+        with host_link(cable_end("node1"), "mtu", "1500", restore=("mtu", "9000")):
+            run, report = doctor(tmp_path, "faults")
         owner = subprocess.run(
             ["docker", "exec", node, "stat", "-c", "%u:%g", stray],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
-        assert owner == "0:0"
-        assert any("cache owner on node1" in m for m in run.failure_messages), run.failure_messages
     finally:
         subprocess.run(["docker", "exec", node, "rm", "-f", stray], check=True)
-
-
-def test_a_gid_index_moved_under_the_running_engine_is_named(converged, tmp_path):
-    labctl = _labctl()
-    node0 = next(n for n in labctl.NODES if n.name == "node0")
-    before = engines_state()
-    labctl.lay_gid_tree(dataclasses.replace(node0, gid_index=5))
-    try:
-        run, report = doctor(tmp_path, "gid")
-        assert run.status == "failed"
-        found = verdict(report, "gid index", "node0")
-        assert found["status"] == "fail"
-        assert "NCCL_IB_GID_INDEX=3" in found["evidence"]
-        assert "rocep1s0f1:1 5" in found["evidence"]
-        assert "run site.yml" in found["fix"]
-        assert verdict(report, "gid index", "node1")["status"] == "ok"
-    finally:
         labctl.lay_gid_tree(node0)
-    assert engines_state() == before
-
-
-def test_an_mtu_mismatch_between_the_nodes_is_named(converged, tmp_path):
-    with host_link(cable_end("node1"), "mtu", "1500", restore=("mtu", "9000")):
-        run, report = doctor(tmp_path, "mtu")
     assert run.status == "failed"
+    assert any("cache owner on node1" in m for m in run.failure_messages + run.debug_messages)
+
+    # The wrong owner: counted, never repaired (the file was still root's).
+    found = verdict(report, "cache owner", "node1")
+    assert found["status"] == "fail"
+    assert stray in found["evidence"]
+    assert "run site.yml" in found["fix"]
+    assert verdict(report, "cache owner", "node0")["status"] == "ok"
+    assert owner == "0:0"
+
+    # The GID index moved under the running engine.
+    found = verdict(report, "gid index", "node0")
+    assert found["status"] == "fail"
+    assert "NCCL_IB_GID_INDEX=3" in found["evidence"]
+    assert "rocep1s0f1:1 5" in found["evidence"]
+    assert "run site.yml" in found["fix"]
+    assert verdict(report, "gid index", "node1")["status"] == "ok"
+
+    # The MTU mismatch, between the nodes: both ports keep their MTU, the pings over that
+    # half fail both ways, the other half is not blamed.
     for host, peer in (("node0", "192.168.100.11"), ("node1", "192.168.100.10")):
         found = verdict(report, f"ping enp1s0f1np1 -> {peer}", host)
         assert found["status"] == "fail"
         assert found["evidence"].startswith("MTU mismatch")
         assert "MTU 9000" in found["fix"]
-    # Each node's own port still has its MTU: the mismatch is between them.
     assert verdict(report, "link enp1s0f1np1", "node1")["status"] == "ok"
-    # The other half of the port is not blamed.
     assert verdict(report, "ping enP2p1s0f1np1 -> 192.168.101.11", "node0")["status"] == "ok"
+    # Nothing was restarted.
+    assert engines_state() == before

@@ -2,8 +2,9 @@
 the head's own key into node1's forced command over the cable, Docker stopping and starting
 the engines. A killed worker behind a head that may still answer /health: the doctor names
 it, then the watchdog brings the cluster back (the one engine boot both share). A fault that
-lasts (the head's API port dropped on loopback, where the canary asks): one restart more
-than the first test's, then it gives up and says so. watchdog_enabled: false removes it all.
+lasts (the head's API port dropped on loopback, where the canary asks) once the restarts a
+window allows are spent: it restarts nothing more and says so once. watchdog_enabled: false
+removes it all.
 The time from a killed worker to serving again is measured by benchmarks, not here."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from conftest import (
     api_key,
     api_url,
     chat,
+    engines_state,
     node_sh,
     run_playbook,
 )
@@ -168,7 +170,7 @@ def test_a_killed_worker_is_named_by_the_doctor_and_brought_back_by_the_watchdog
     assert entry.startswith('restrict,from="192.168.100.10",command="')
 
 
-def test_a_lasting_fault_gets_the_restarts_left_then_the_watchdog_gives_up_and_goes(
+def test_with_its_restarts_spent_a_lasting_fault_is_given_up_on_and_the_watchdog_goes(
     converged, tmp_path
 ):
     seen = len(journal())
@@ -177,33 +179,32 @@ def test_a_lasting_fault_gets_the_restarts_left_then_the_watchdog_gives_up_and_g
         "'{ type filter hook input priority -50; }' && "
         "nft add rule inet gb10_test input iif lo tcp dport 8000 drop"
     )
-    # Two restarts in two hours: the first test's was one of them.
-    # The restarted cluster cannot answer through the dropped port: 30 s of waiting for it
-    # is enough to prove it gives up, and keeps the test short.
-    settings = {
-        **FAST,
-        "watchdog_max_restarts": 2,
-        "watchdog_window": 7200,
-        "watchdog_boot_timeout": 30,
-    }
+    # One restart in two hours, and the first test's restart spent it: the lasting fault
+    # gets none (no engine boot here; the unit tests count restarts within a window).
+    settings = {**FAST, "watchdog_max_restarts": 1, "watchdog_window": 7200}
+    before = engines_state()
     run = run_playbook(SITE, tmp_path / "settings", extravars=settings, tags="watchdog")
     assert run.status == "successful", run.failure_messages
     node_sh("node0", drop)
     try:
         gave_up = wait_for(
-            lambda: any("giving up" in line for line in journal()[seen:]), timeout=600, step=10
+            lambda: any("giving up" in line for line in journal()[seen:]), timeout=120, step=5
         )
         assert gave_up, journal()
-        time.sleep(15)  # a few more canaries: none restarts anything
+        time.sleep(15)  # a few more canaries: none restarts anything, none says it again
         lines = journal()[seen:]
-        assert sum("restarting the cluster" in line for line in lines) == 1, lines
+        assert not [line for line in lines if "restarting the cluster" in line], lines
         (give_up,) = [line for line in lines if "giving up" in line]
-        assert "after 2 restarts in 7200 s" in give_up
+        assert "after 1 restarts in 7200 s" in give_up
+        assert "the canary failed 2 times" not in " ".join(lines)
+        assert engines_state() == before
     finally:
         node_sh("node0", "nft delete table inet gb10_test", check=False)
-    # The engines booted during the wait: with the port open again, the cluster serves.
-    assert wait_for(serves, timeout=300)
+    # The port open again, the next canary finds it serving and says so.
+    assert wait_for(lambda: "the cluster serves again" in journal()[seen:], timeout=60)
 
+    # watchdog_enabled: false takes it all away (on nodes that never had it, every site.yml
+    # run of the suite proves it changes nothing).
     removed = run_playbook(
         SITE, tmp_path / "remove", extravars={"watchdog_enabled": False}, tags="watchdog"
     )
@@ -217,8 +218,4 @@ def test_a_lasting_fault_gets_the_restarts_left_then_the_watchdog_gives_up_and_g
         node_sh("node1", f"grep -c ' {UNIT}$' /root/.ssh/authorized_keys", check=False).strip()
         == "0"
     )
-    again = run_playbook(
-        SITE, tmp_path / "again", extravars={"watchdog_enabled": False}, tags="watchdog"
-    )
-    assert again.status == "successful", again.failure_messages
-    assert again.count("changed") == 0
+    assert serves()

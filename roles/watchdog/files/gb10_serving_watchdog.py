@@ -87,7 +87,7 @@ class DockerSocket(http.client.HTTPConnection):
         self.sock.connect(self._path)
 
 
-def docker_action(container, verb, stop_timeout=30):
+def docker_action(container, verb, stop_timeout=10):
     """``stop`` or ``start`` one container; True when Docker did it or it already was so."""
     if verb not in ("stop", "start"):
         raise ValueError("only stop and start, not %r" % (verb,))
