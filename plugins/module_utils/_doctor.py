@@ -382,31 +382,20 @@ def fabric_now(host: str, plan: Mapping, gids: List[Mapping]):
         if number >= len(gids) or not gids[number].get("selected")
     ]
     if missing:
-        return [
-            _verdict(
-                "fabric",
-                "gid index",
-                host,
-                FAIL,
-                "no single RoCE v2 IPv4 GID for %s in the GID table now (`show_gids`)"
-                % ", ".join(missing),
-                "the address moved off the port or the driver lost it: run site.yml, whose "
-                "fabric stage configures the address and reads the table again",
-            )
-        ], None
-    try:
-        return [], fabric_facts(plan, list(gids))
-    except FabricEnvError as exc:
-        return [
-            _verdict(
-                "fabric",
-                "gid index",
-                host,
-                FAIL,
-                "the GID table now: %s" % exc,
-                "fix the GID table as the evidence says, then run site.yml",
-            )
-        ], None
+        evidence = "no single RoCE v2 IPv4 GID for %s in the GID table now (`show_gids`)" % (
+            ", ".join(missing)
+        )
+        fix = (
+            "the address moved off the port or the driver lost it: run site.yml, whose "
+            "fabric stage configures the address and reads the table again"
+        )
+    else:
+        try:
+            return [], fabric_facts(plan, list(gids))
+        except FabricEnvError as exc:
+            evidence = "the GID table now: %s" % exc
+            fix = "fix the GID table as the evidence says, then run site.yml"
+    return [_verdict("fabric", "gid index", host, FAIL, evidence, fix)], None
 
 
 # --- engine -------------------------------------------------------------------------------
