@@ -439,29 +439,22 @@ def check_engine(host: str, engine: Mapping, expected_workers: int) -> List[Verd
     """
     name = engine.get("container", "the engine container")
     if not engine.get("exists"):
-        return [
-            _verdict(
-                "engine",
-                "container",
-                host,
-                FAIL,
-                "%s does not exist" % name,
-                "run site.yml: it starts the whole cluster in order",
-            )
-        ]
-    if engine.get("status") != "running":
-        return [
-            _verdict(
-                "engine",
-                "container",
-                host,
-                FAIL,
-                "%s is %s (exit code %s)"
-                % (name, engine.get("status"), engine.get("exit_code", "unknown")),
-                "read the errors below, then run site.yml: it restarts the whole cluster in "
-                "order (one node's engine alone cannot rejoin)",
-            )
-        ]
+        evidence = "%s does not exist" % name
+        fix = "run site.yml: it starts the whole cluster in order"
+    elif engine.get("status") != "running":
+        evidence = "%s is %s (exit code %s)" % (
+            name,
+            engine.get("status"),
+            engine.get("exit_code", "unknown"),
+        )
+        fix = (
+            "read the errors below, then run site.yml: it restarts the whole cluster in "
+            "order (one node's engine alone cannot rejoin)"
+        )
+    else:
+        evidence = ""
+    if evidence:
+        return [_verdict("engine", "container", host, FAIL, evidence, fix)]
     verdicts = [
         _verdict(
             "engine",

@@ -13,7 +13,8 @@ watchdog_window seconds, then stop trying and say so until it serves again.
 ``remote`` (a worker's forced SSH command): ``stop`` or ``start`` its own engine container,
 nothing else; the head's dedicated key can run only this.
 
-Every action goes to the journal (stdout and syslog), and to the webhook when one is set.
+Every action goes to the journal (``check``'s output, as a systemd service; ``remote``'s
+through syslog, since its output goes back to the head), and to the webhook when one is set.
 The engine containers are driven through the Docker Engine API on the local socket, so
 nothing beyond Python's standard library is needed.
 """
