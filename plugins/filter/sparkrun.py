@@ -37,13 +37,20 @@ def from_sparkrun_recipe(source, as_text=False):
         raise AnsibleFilterError(f"from_sparkrun_recipe: {exc}") from exc
 
 
-def to_sparkrun_recipe(recipe, extra=None, runtime_cache=False, as_text=False):
+def to_sparkrun_recipe(
+    recipe, extra=None, runtime_cache=False, as_text=False, distributed_backend=None
+):
     """A vllm_recipe as a sparkrun v2 recipe: data, or with as_text=true its YAML text."""
     text = _flag("to_sparkrun_recipe", "as_text", as_text)
     if isinstance(runtime_cache, str):
         runtime_cache = _flag("to_sparkrun_recipe", "runtime_cache", runtime_cache)
     try:
-        exported = export_recipe(plain(recipe), extra=plain(extra), runtime_cache=runtime_cache)
+        exported = export_recipe(
+            plain(recipe),
+            extra=plain(extra),
+            runtime_cache=runtime_cache,
+            distributed_backend=plain(distributed_backend),
+        )
         return dump_recipe(exported) if text else exported
     except SparkrunError as exc:
         raise AnsibleFilterError(f"to_sparkrun_recipe: {exc}") from exc

@@ -29,6 +29,7 @@ deployment keeps managing its JIT directories itself either way.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,9 +38,14 @@ from typing import Dict, List
 from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 from ansible_collections.gb10.serving.plugins.module_utils._vllm_recipe import (
     RECIPE_VERSION,
+    RUNTIME,
+    VLLM_RUNTIMES,
     RecipeError,
     _kind,
+    command_argv,
     recipe_problems,
+    template_parts,
+    uses_brace_escapes,
 )
 
 try:
@@ -117,6 +123,271 @@ _REFUSED_FIELDS = {
     "that",
 }
 
+# Top-level fields sparkrun 0.4.2 does not know by name: it files them under runtime_config,
+# where its builders and runtimes look for some of them.
+SWEPT_FIELDS = {
+    "build_args": "sparkrun hands these to its eugr image build; the vllm role runs "
+    "vllm_recipe.container as it is and builds no image",
+}
+
+# --- which runtime sparkrun runs a recipe with ------------------------------------------
+
+# sparkrun's own names for the runtime of a recipe whose command starts this way, when the
+# recipe names no runtime (a command it does not recognise counts as vLLM's).
+_COMMAND_RUNTIMES = (
+    (re.compile(r"(?:sglang\s+serve|python3?\s+-m\s+sglang\.launch_server)\b"), "sglang"),
+    (re.compile(r"llama-server\b"), "llama-cpp"),
+    (re.compile(r"(?:trtllm-serve|mpirun\b.*trtllm)"), "trtllm"),
+)
+# What makes sparkrun pick its Ray runtime for a plain vllm recipe, in the command as written.
+_RAY_HINT = re.compile(r"--distributed-executor-backend\s+ray\b")
+# The executor backend of each vLLM runtime of sparkrun's, as vllm_distributed_backend.
+RUNTIME_BACKENDS = {"vllm-distributed": "mp", "vllm-ray": "ray", "eugr-vllm": "ray"}
+BACKEND_KEY = "distributed_executor_backend"
+BACKEND_FLAG = "--distributed-executor-backend"
+# The flag in a command's text, with its value (--flag V, --flag=V, V on the next line), and
+# the blanks before it; vLLM reads '_' for '-' in the name.
+_BACKEND_FLAG_TEXT = re.compile(
+    r"[ \t]*(?<!\S)--distributed[-_]executor[-_]backend(?:=|[ \t]+(?:\\\r?\n[ \t]*)?)\S+"
+)
+_EMPTY_CONTINUATION = re.compile(r"\n[ \t]*\\[ \t]*(?=\r?\n)")
+
+
+def sparkrun_runtime(data):
+    """The runtime sparkrun 0.4.2 runs the recipe ``data`` with (its resolution rules).
+
+    No runtime (or an empty one): a command starting with sglang's, llama.cpp's or
+    TensorRT-LLM's server names that runtime, anything else is vLLM. ``vllm`` (given or
+    inferred) is ``vllm-ray`` when ``defaults.distributed_executor_backend`` is ``ray`` or
+    the command says ``--distributed-executor-backend ray``, else ``vllm-distributed``.
+    Any other runtime is taken as it is named.
+    """
+    runtime = data.get("runtime") or ""
+    command = data.get("command")
+    command = command if isinstance(command, str) else ""
+    if not runtime:
+        for pattern, name in _COMMAND_RUNTIMES:
+            if pattern.match(command.strip()):
+                return name
+    if runtime in ("", RUNTIME):
+        defaults = data.get("defaults")
+        defaults = defaults if isinstance(defaults, Mapping) else {}
+        if str(defaults.get(BACKEND_KEY, "")).lower() == "ray" or _RAY_HINT.search(command):
+            return "vllm-ray"
+        return "vllm-distributed"
+    return str(runtime)
+
+
+def _runtime_problem(data, runtime):
+    """Why a recipe sparkrun runs with ``runtime`` cannot be imported, or None."""
+    if runtime in RUNTIME_BACKENDS:
+        return None
+    given = data.get("runtime")
+    if given:
+        how = f"its runtime is {given}"
+    else:
+        words = str(data.get("command") or "").split()
+        how = f"it names no runtime and its command starts with {words[0]}, so sparkrun runs it"
+        how += f" with its {runtime} runtime"
+    return (
+        f"the sparkrun recipe is not a vLLM recipe: {how}. This collection deploys only vLLM "
+        f"(sparkrun's {', '.join(VLLM_RUNTIMES)} runtimes); use a vLLM recipe of the same model, "
+        f"or run this one with sparkrun itself."
+    )
+
+
+# --- the command sparkrun generates when a recipe has none ------------------------------
+
+# The defaults sparkrun 0.4.2's vLLM runtimes turn into flags, in the order they come; each
+# flag is the name with '-' for '_', except these.
+GENERATED_FLAG_KEYS = (
+    "port", "host", "tensor_parallel", "gpu_memory_utilization", "max_model_len",
+    "max_num_batched_tokens", "max_num_seqs", "served_model_name", "dtype", "quantization",
+    "enforce_eager", "enable_prefix_caching", "trust_remote_code", BACKEND_KEY,
+    "pipeline_parallel", "data_parallel", "kv_cache_dtype", "otlp_traces_endpoint", "api_key",
+    "attention_backend", "load_format", "reasoning_parser", "tool_call_parser",
+    "chat_template", "speculative_config", "tokenizer_mode", "mm_encoder_tp_mode",
+    "block_size", "seed", "enable_auto_tool_choice", "enable_chunked_prefill",
+    "async_scheduling", "generation_config", "hf_overrides", "compilation_config",
+    "attention_config", "model_loader_extra_config", "default_chat_template_kwargs",
+    "limit_mm_per_prompt", "mm_processor_cache_gb", "kv_cache_memory_bytes",
+    "max_cudagraph_capture_size", "long_prefill_token_threshold", "mamba_cache_mode",
+    "mamba_cache_dtype", "mamba_ssm_cache_dtype", "reasoning_parser_plugin", "media_io_kwargs",
+    "video_pruning_rate", "allowed_local_media_path", "prefix_match_unit",
+    "enable_mamba_shared_prefix_checkpoint", "safetensors_load_strategy", "moe_backend",
+    "enable_prompt_tokens_details", "enable_force_include_usage", "enable_request_id_headers",
+    "enable_flashinfer_autotune", "linear_backend", "gdn_prefill_backend", "gdn_decode_kernel",
+    "kda_prefill_backend", "mamba_backend", "recurrent_checkpoint_policy",
+    "prefix_cache_retention_interval", "engram_config", "dcp_comm_backend", "prefill_policy",
+    "prefill_compute_share", "prefill_compute_half_life", "prefill_schedule_interval",
+    "max_parallel_prefills", "decode_refill_target", "scheduler_reserve_full_isl",
+    "jit_monitor_mode", "disable_custom_all_reduce",
+)  # fmt: skip
+_FLAG_SPELLINGS = {
+    "tensor_parallel": "-tp",
+    "pipeline_parallel": "-pp",
+    "data_parallel": "--data-parallel-size",
+}
+# Switches: the flag alone when the value is true; the ones vLLM turns on by itself are
+# written --no-<flag> when it is false (the others are then left out).
+SWITCH_KEYS = frozenset(
+    (
+        "enforce_eager", "enable_prefix_caching", "trust_remote_code", "enable_auto_tool_choice",
+        "enable_chunked_prefill", "async_scheduling", "enable_prompt_tokens_details",
+        "enable_force_include_usage", "enable_request_id_headers", "enable_flashinfer_autotune",
+        "scheduler_reserve_full_isl", "disable_custom_all_reduce",
+        "enable_mamba_shared_prefix_checkpoint",
+    )
+)  # fmt: skip
+NEGATED_SWITCH_KEYS = frozenset(
+    (
+        "enable_prefix_caching", "enable_chunked_prefill", "async_scheduling",
+        "enable_flashinfer_autotune", "scheduler_reserve_full_isl",
+    )
+)  # fmt: skip
+# Generated flags the vllm role sets itself, and what sets them there.
+_ROLE_SET_KEYS = {"api_key": "the vllm role passes the API key itself (vllm_api_key)"}
+
+
+def generated_flag(key):
+    """The vLLM flag sparkrun writes for the default ``key``."""
+    return _FLAG_SPELLINGS.get(key, "--" + key.replace("_", "-"))
+
+
+def _switch_on(value):
+    """Whether sparkrun reads a switch's value as on: a boolean as it is, an empty value as
+    off, any other value as on when its text holds 't', 'y' or '1'."""
+    if isinstance(value, bool):
+        return value
+    if not value:
+        return False
+    text = str(value).lower()
+    return any(mark in text for mark in ("t", "y", "1"))
+
+
+def _generate_command(defaults, set_aside, changes):
+    """The command sparkrun generates from ``defaults`` when a recipe has none, as a template.
+
+    Values stay in ``defaults`` behind ``{key}`` placeholders (so overrides still work), in
+    the form sparkrun writes them: a mapping or list as compact JSON in single quotes, a JSON
+    string in single quotes. A switch becomes its flag and leaves defaults. A default with no
+    flag, and one the role sets itself, is set aside. Returns (command, new defaults).
+    """
+    defaults = dict(defaults)
+    words = ["vllm", "serve", "{model}"]
+    if defaults.get("tensor_parallel"):
+        words += ["-tp", "{tensor_parallel}"]
+    switches = []
+    for key in GENERATED_FLAG_KEYS:
+        value = defaults.get(key)
+        if key in ("tensor_parallel", BACKEND_KEY) or value is None:
+            continue
+        flag = generated_flag(key)
+        if key in _ROLE_SET_KEYS:
+            set_aside(f"defaults{_PATH_SEPARATOR}{key}", value, _ROLE_SET_KEYS[key])
+            del defaults[key]
+        elif key in SWITCH_KEYS:
+            if _switch_on(value):
+                words.append(flag)
+            elif key in NEGATED_SWITCH_KEYS:
+                words.append("--no-" + flag[2:])
+            switches.append(key)
+            del defaults[key]
+        elif isinstance(value, (Mapping, list, tuple)) or (
+            isinstance(value, str) and value.strip()[:1] in ("{", "[")
+        ):
+            text = (
+                value.strip()
+                if isinstance(value, str)
+                else json.dumps(value, separators=(",", ":"), default=str)
+            )
+            if "'" in text:
+                raise SparkrunError(
+                    f"the sparkrun recipe has no command and its defaults.{key} holds a single "
+                    "quote, which the command made from it cannot carry: write the command "
+                    "yourself (command: vllm serve {model} ...) and import it again."
+                )
+            defaults[key] = text
+            words += [flag, "'{%s}'" % key]
+        else:
+            if isinstance(value, bool):
+                # sparkrun writes the value as Python prints it.
+                defaults[key] = str(value)
+            words += [flag, "{%s}" % key]
+    for key in list(defaults):
+        if key not in GENERATED_FLAG_KEYS and key not in ROLE_PLACEHOLDERS:
+            set_aside(
+                f"defaults{_PATH_SEPARATOR}{key}",
+                defaults.pop(key),
+                "the recipe has no command and sparkrun's vLLM runtime has no flag for it, so "
+                "the command sparkrun makes leaves it out too",
+            )
+    sentence = (
+        "command: the recipe has none; it is the one sparkrun makes from the defaults, flag "
+        "for flag"
+    )
+    if switches:
+        sentence += f" ({', '.join(switches)} became flags and left the defaults)"
+    changes.append(sentence + ".")
+    return " ".join(words) + "\n", defaults
+
+
+# --- braces and the executor backend in a command ----------------------------------------
+
+
+def _merged_parts(parts):
+    merged = []
+    for kind, text in parts:
+        if merged and kind == "text" and merged[-1][0] == "text":
+            merged[-1] = ("text", merged[-1][1] + text)
+        else:
+            merged.append((kind, text))
+    return merged
+
+
+def _without_brace_escapes(command):
+    """The command in single braces, meaning the same: a ``vllm_recipe`` never holds ``{{``
+    (Ansible would read it as Jinja)."""
+    parts = _merged_parts(template_parts(command))
+    plain_form = "".join(text if kind == "text" else "{%s}" % text for kind, text in parts)
+    if uses_brace_escapes(plain_form) or _merged_parts(template_parts(plain_form)) != parts:
+        raise SparkrunError(
+            "the sparkrun recipe's command writes a literal brace pair around a name ({{name}} "
+            "for the text {name}, or {{{{ for two braces), which a vllm_recipe cannot hold "
+            "(there {name} is a placeholder, and Ansible reads {{ as Jinja): write that value "
+            "into the defaults and use a placeholder for it, then import the recipe again."
+        )
+    return plain_form
+
+
+def _backend_in_command(command, defaults):
+    """The backends the command's --distributed-executor-backend flags ask for (a
+    ``{name}`` value read from ``defaults``)."""
+    try:
+        words = command_argv(command)
+    except RecipeError:
+        return []
+    found = []
+    for index, word in enumerate(words):
+        name, equals, value = word.partition("=")
+        if name.replace("_", "-") != BACKEND_FLAG:
+            continue
+        if not equals:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        match = re.fullmatch(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", value)
+        found.append(str(defaults.get(match.group(1), value)) if match else value)
+    return found
+
+
+def _without_backend_flag(command):
+    """The command without its --distributed-executor-backend flags, its layout kept."""
+    trailing = "\n" if command.endswith("\n") else ""
+    text = _EMPTY_CONTINUATION.sub("", _BACKEND_FLAG_TEXT.sub("", command)).rstrip()
+    while text.endswith("\\"):
+        text = text[:-1].rstrip()
+    return text + trailing
+
+
 # The environment variables sparkrun 0.4's vLLM runtime points at its runtime-cache mount
 # (XDG_CACHE_HOME as the catch-all): an export with runtime_cache leaves them to sparkrun.
 RUNTIME_CACHE_ENV = (
@@ -149,18 +420,25 @@ class SparkrunImport:
 
     ``recipe`` is the vllm_recipe; ``unsupported`` maps the path of every field set aside
     (``model_revision``, ``defaults.port``, ``env.NAME``) to its value, for the export to
-    give back; ``notes`` has one sentence per set-aside field, naming it.
+    give back; ``notes`` has one sentence per set-aside field, naming it. ``backend`` is the
+    vllm_distributed_backend the recipe needs (``mp`` or ``ray``); ``changes`` has one
+    sentence per part of the recipe written differently with the same meaning (a generated
+    command, escapes written as single braces, the backend flag left to the role).
     """
 
     recipe: Dict[str, object]
     unsupported: Dict[str, object] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    backend: str = "mp"
+    changes: List[str] = field(default_factory=list)
 
     def as_dict(self):
         return {
             "recipe": self.recipe,
             "unsupported": self.unsupported,
             "notes": list(self.notes),
+            "backend": self.backend,
+            "changes": list(self.changes),
         }
 
 
@@ -187,7 +465,10 @@ def load_recipe_text(text):
 
 
 def _version_problem(data):
-    """Why ``data`` is not a sparkrun v2 recipe, or None when it is one."""
+    """Why ``data`` is not a sparkrun v2 recipe, or None when it is one.
+
+    As in sparkrun, a recipe that gives no version is a v2 recipe.
+    """
     # sparkrun reads sparkrun_version first (the v1 spelling), then recipe_version.
     for key in ("sparkrun_version", "recipe_version"):
         if key in data:
@@ -199,19 +480,68 @@ def _version_problem(data):
                 "imported; convert it (a v1 recipe's fields changed in v2) and set "
                 "recipe_version: '2'."
             )
-    if "recipe_version" not in data:
-        return (
-            "it has no recipe_version: a v2 recipe declares itself with recipe_version: '2'; "
-            "add that line if the recipe is already in the v2 shape."
-        )
     return None
+
+
+def _decide_backend(recipe, runtime, set_aside, changes):
+    """vllm_distributed_backend for the recipe sparkrun runs with ``runtime``.
+
+    The backend is what vLLM is told: ``defaults.distributed_executor_backend`` (sparkrun
+    writes it over the command's), else the command's flag, else the runtime's own (Ray for
+    vllm-ray and eugr-vllm, vLLM's native launch for vllm-distributed). It must be the
+    runtime's: sparkrun starts a Ray cluster or it does not. The role sets the flag per node,
+    so it leaves the command; the default is set aside.
+    """
+    expected = RUNTIME_BACKENDS[runtime]
+    defaults = recipe.get("defaults")
+    defaults = defaults if isinstance(defaults, Mapping) else {}
+    command = recipe.get("command") if isinstance(recipe.get("command"), str) else ""
+    in_command = _backend_in_command(command, defaults)
+    asked = []
+    if BACKEND_KEY in defaults:
+        asked.append((f"defaults.{BACKEND_KEY}", str(defaults[BACKEND_KEY])))
+    asked.extend((f"the command's {BACKEND_FLAG}", value) for value in in_command)
+    backend = asked[0][1].lower() if asked else expected
+    if backend not in RUNTIME_BACKENDS.values() or any(v.lower() != expected for _, v in asked):
+        listing = ", ".join(f"{where} {value}" for where, value in asked)
+        raise SparkrunError(
+            f"the sparkrun recipe cannot be imported: sparkrun runs it with its {runtime} "
+            f"runtime ({'a Ray cluster' if expected == 'ray' else 'no Ray cluster'}), but "
+            f"{listing} asks vLLM for another executor backend: make them agree (mp without "
+            "Ray, ray with it; this collection runs no other backend) and import it again."
+        )
+    if in_command:
+        recipe["command"] = _without_backend_flag(command)
+        sentence = (
+            f"command: its {BACKEND_FLAG} is taken out, the vllm role sets it per node from "
+            f"vllm_distributed_backend: {backend}"
+        )
+        if backend == "ray" and recipe.get("runtime", RUNTIME) in ("", RUNTIME):
+            if BACKEND_KEY not in defaults:
+                recipe["runtime"] = "vllm-ray"
+                sentence += " (and runtime: vllm-ray tells sparkrun the same)"
+        changes.append(sentence + ".")
+    if BACKEND_KEY in defaults:
+        set_aside(
+            f"defaults{_PATH_SEPARATOR}{BACKEND_KEY}",
+            defaults[BACKEND_KEY],
+            f"the vllm role sets {BACKEND_FLAG} per node from vllm_distributed_backend, "
+            f"which the import sets to {backend}",
+        )
+        recipe["defaults"] = {k: v for k, v in defaults.items() if k != BACKEND_KEY}
+    return backend
 
 
 def import_recipe(source):
     """Read a sparkrun v2 recipe (YAML text or parsed data) as a vllm_recipe.
 
+    The recipe is read as sparkrun 0.4.2 reads it: no ``recipe_version`` is version 2; the
+    runtime is resolved as sparkrun resolves it (``sparkrun_runtime``) and must be one of
+    its vLLM runtimes; ``{{``/``}}`` escapes (command and defaults) become single braces; a
+    recipe without a command gets the one sparkrun generates from its defaults.
+
     Returns a ``SparkrunImport``; raises ``SparkrunError`` naming the field and the fix when
-    the recipe is not a v2 recipe, or its shared fields would not deploy.
+    the recipe is not a v2 vLLM recipe, or its shared fields would not deploy.
     """
     data = load_recipe_text(source) if isinstance(source, str) else source
     if not isinstance(data, Mapping):
@@ -225,10 +555,15 @@ def import_recipe(source):
     for key, why in _REFUSED_FIELDS.items():
         if key in data:
             raise SparkrunError(f"the sparkrun recipe cannot be imported: {key}: {why}.")
+    runtime = sparkrun_runtime(data)
+    problem = _runtime_problem(data, runtime)
+    if problem:
+        raise SparkrunError(problem)
 
     recipe = {}
     unsupported = {}
     notes = []
+    changes = []
 
     def set_aside(path, value, why):
         unsupported[path] = copy.deepcopy(value)
@@ -242,12 +577,41 @@ def import_recipe(source):
         if key in HONOURED_FIELDS:
             recipe[key] = copy.deepcopy(value)
         else:
-            why = UNSUPPORTED_FIELDS.get(
+            why = UNSUPPORTED_FIELDS.get(key) or SWEPT_FIELDS.get(
                 key,
                 f"it is no field sparkrun {SPARKRUN_VERSION} knows (sparkrun files it under "
                 "runtime_config) and nothing here reads it",
             )
             set_aside(key, value, why.replace("{value}", repr(value)))
+
+    if "runtime" in recipe and not recipe["runtime"]:
+        del recipe["runtime"]
+        changes.append("runtime: it is empty, which sparkrun reads as no runtime; left out.")
+    defaults = recipe.get("defaults")
+    if isinstance(defaults, Mapping):
+        # sparkrun reads {{ and }} in a default's text as one brace each.
+        escaped = [k for k, v in defaults.items() if isinstance(v, str) and uses_brace_escapes(v)]
+        if escaped:
+            recipe["defaults"] = {
+                k: v.replace("{{", "{").replace("}}", "}") if k in escaped else v
+                for k, v in defaults.items()
+            }
+            changes.append(
+                f"defaults: the {{{{ and }}}} of {', '.join(escaped)} are written as the single "
+                "braces sparkrun reads them as."
+            )
+    if not recipe.get("command") and isinstance(recipe.get("defaults", {}), Mapping):
+        recipe["command"], recipe["defaults"] = _generate_command(
+            recipe.get("defaults") or {}, set_aside, changes
+        )
+    command = recipe.get("command")
+    if isinstance(command, str) and uses_brace_escapes(command):
+        recipe["command"] = _without_brace_escapes(command)
+        changes.append(
+            "command: its {{ and }} escapes are written as the single braces they stand for "
+            "(the same command, and no Jinja in a vars file)."
+        )
+    backend = _decide_backend(recipe, runtime, set_aside, changes)
 
     defaults = recipe.get("defaults")
     if isinstance(defaults, Mapping):
@@ -283,7 +647,9 @@ def import_recipe(source):
             + " ".join(problems)
             + " (Fix the sparkrun recipe and import it again.)"
         )
-    return SparkrunImport(recipe=recipe, unsupported=unsupported, notes=notes)
+    return SparkrunImport(
+        recipe=recipe, unsupported=unsupported, notes=notes, backend=backend, changes=changes
+    )
 
 
 def _runtime_cache_setting(runtime_cache):
@@ -307,13 +673,16 @@ def _runtime_cache_setting(runtime_cache):
     return copy.deepcopy(dict(runtime_cache))
 
 
-def export_recipe(recipe, extra=None, runtime_cache=None):
+def export_recipe(recipe, extra=None, runtime_cache=None, distributed_backend=None):
     """A sparkrun v2 recipe (data) from a vllm_recipe; neither input is changed.
 
     ``extra`` is what an import set aside (``SparkrunImport.unsupported``), given back at
     its path. ``runtime_cache`` (true, or a mapping of sparkrun's settings) leaves the
     ``RUNTIME_CACHE_ENV`` variables to sparkrun and writes its ``runtime_cache`` field;
-    unset or false, the env is exported as it is.
+    unset or false, the env is exported as it is. ``distributed_backend`` (the role's
+    vllm_distributed_backend, ``mp`` or ``ray``) makes sparkrun run the backend the role
+    runs: when sparkrun would resolve the other one, the runtime is written as
+    ``vllm-ray`` or ``vllm-distributed``.
     """
     if not isinstance(recipe, Mapping):
         raise SparkrunError(
@@ -335,6 +704,11 @@ def export_recipe(recipe, extra=None, runtime_cache=None):
             "aside (sparkrun_extra_fields), or leave it out."
         )
     cache_setting = _runtime_cache_setting(runtime_cache)
+    if distributed_backend not in (None, *RUNTIME_BACKENDS.values()):
+        raise SparkrunError(
+            f"distributed_backend is {_kind(distributed_backend)}: give mp or ray (the role's "
+            "vllm_distributed_backend), or leave it out."
+        )
 
     out = {}
     if "recipe_version" not in recipe:
@@ -370,6 +744,20 @@ def export_recipe(recipe, extra=None, runtime_cache=None):
             )
         else:
             out[path] = copy.deepcopy(value)
+
+    if distributed_backend is not None:
+        resolved = sparkrun_runtime(out)
+        if RUNTIME_BACKENDS.get(resolved, distributed_backend) != distributed_backend:
+            if resolved != "vllm-ray" and distributed_backend == "ray":
+                out["runtime"] = "vllm-ray"
+            elif out.get("runtime") in ("vllm-ray", "eugr-vllm"):
+                out["runtime"] = "vllm-distributed"
+            else:
+                raise SparkrunError(
+                    "the recipe asks sparkrun for a Ray cluster (its defaults or command set "
+                    f"{BACKEND_FLAG} ray) but distributed_backend is mp: take that out of the "
+                    "recipe (or sparkrun_extra_fields), or set vllm_distributed_backend: ray."
+                )
 
     if cache_setting is not None:
         if "runtime_cache" in out:
@@ -435,16 +823,26 @@ def dump_recipe(recipe):
 
 
 def dump_vars_file(imported):
-    """A vars file holding ``vllm_recipe`` and ``sparkrun_extra_fields`` of an import."""
+    """A vars file holding ``vllm_recipe``, ``vllm_distributed_backend`` and
+    ``sparkrun_extra_fields`` of an import."""
     comments = [
         f"vllm_recipe read from a sparkrun recipe by gb10.serving (fields of sparkrun "
         f"{SPARKRUN_VERSION}).",
-        "sparkrun_extra_fields holds what it cannot honour, for playbooks/export_sparkrun.yml:",
     ]
+    if imported.changes:
+        comments.append("Written differently, with the same meaning:")
+        comments.extend(f"  {change}" for change in imported.changes)
+    comments.append(
+        "sparkrun_extra_fields holds what it cannot honour, for playbooks/export_sparkrun.yml:"
+    )
     comments.extend(f"  {note}" for note in imported.notes)
     if not imported.notes:
         comments.append("  nothing.")
     return dump_yaml(
-        {"vllm_recipe": imported.recipe, "sparkrun_extra_fields": imported.unsupported},
+        {
+            "vllm_recipe": imported.recipe,
+            "vllm_distributed_backend": imported.backend,
+            "sparkrun_extra_fields": imported.unsupported,
+        },
         comments=comments,
     )

@@ -12,6 +12,11 @@ The role keeps one reference recipe and lets the user change it through a flat m
 overrides (``merge_recipe``); the result is checked (``recipe_problems``: what would break
 the deployment; ``recipe_warnings``: what would run, but badly) and rendered into the
 engine's command line (``render_command``, ``command_argv``).
+
+Braces in the command follow sparkrun 0.4.2's rules. ``{name}`` is a placeholder. A command
+that holds ``{{`` anywhere is written in the escape form: there ``{{`` and ``}}`` each stand
+for one literal brace. Without ``{{``, every brace that is not part of a ``{name}`` stays as it
+is (``'{"a":{"b":1}}'`` is JSON, not a placeholder).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from ansible_collections.gb10.serving.plugins.module_utils._plain import plain
 
 RECIPE_VERSION = "2"
 RUNTIME = "vllm"
+# The names sparkrun 0.4.2 gives its vLLM runtimes: ``vllm`` (which it resolves to one of the
+# others), vLLM's native multi-node launch, a Ray cluster, and the eugr build on Ray.
+VLLM_RUNTIMES = (RUNTIME, "vllm-distributed", "vllm-ray", "eugr-vllm")
 # Fields that always sit at the top of a recipe; any other override name that the recipe
 # does not already have at the top goes into defaults.
 TOP_LEVEL_FIELDS = ("recipe_version", "model", "runtime", "min_nodes", "container", "command")
@@ -36,6 +44,8 @@ _REQUIRED_STRINGS = (
 )
 # A placeholder is a brace, an identifier, a brace: '{"a":1}' (JSON) is not one.
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# What sparkrun looks at as a possible placeholder: a brace, no brace, a brace.
+_BRACE_SPAN = re.compile(r"\{[^{}]*\}")
 # What a placeholder or an environment variable may be called.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A backslash ending a line, with the blanks around it; then any other line break.
@@ -97,10 +107,54 @@ def placeholders(command):
     if not isinstance(command, str):
         raise RecipeError(f"the recipe's command is {_kind(command)}, not a string")
     seen = []
-    for match in _PLACEHOLDER.finditer(command):
-        if match.group(1) not in seen:
-            seen.append(match.group(1))
+    for kind, text in template_parts(command):
+        if kind == "placeholder" and text not in seen:
+            seen.append(text)
     return seen
+
+
+def uses_brace_escapes(command):
+    """Whether ``command`` is written in the escape form (it holds ``{{``)."""
+    return "{{" in command
+
+
+def template_parts(command):
+    """The command as ``(kind, text)`` parts in order: ``("text", literal)`` and
+    ``("placeholder", name)``.
+
+    In the escape form (``uses_brace_escapes``) ``{{`` and ``}}`` are one literal brace
+    each; otherwise they are two. A ``{...}`` span without a brace inside is a placeholder
+    when it holds a name, literal text when it does not; any other brace is literal.
+    """
+    if not isinstance(command, str):
+        raise RecipeError(f"the recipe's command is {_kind(command)}, not a string")
+    escapes = uses_brace_escapes(command)
+    parts = []
+    text = []
+    index = 0
+    while index < len(command):
+        pair = command[index : index + 2]
+        if pair in ("{{", "}}"):
+            text.append(pair[0] if escapes else pair)
+            index += 2
+            continue
+        span = _BRACE_SPAN.match(command, index) if command[index] == "{" else None
+        if span and _NAME.match(span.group()[1:-1]):
+            if text:
+                parts.append(("text", "".join(text)))
+                text = []
+            parts.append(("placeholder", span.group()[1:-1]))
+            index = span.end()
+            continue
+        if span:
+            text.append(span.group())
+            index = span.end()
+            continue
+        text.append(command[index])
+        index += 1
+    if text:
+        parts.append(("text", "".join(text)))
+    return parts
 
 
 def recipe_problems(recipe, provided=None):
@@ -133,10 +187,10 @@ def recipe_problems(recipe, provided=None):
             else:
                 state = f"{_kind(value)}, not a string"
             problems.append(f"the recipe's {name} is {state}: set it to {example}.")
-    if "runtime" in recipe and recipe["runtime"] != RUNTIME:
+    if "runtime" in recipe and recipe["runtime"] not in VLLM_RUNTIMES:
         problems.append(
             f"the recipe's runtime is {_kind(recipe['runtime'])}: this collection deploys "
-            f"only vLLM; set runtime: {RUNTIME} (or remove it)."
+            f"only vLLM; set runtime to one of {', '.join(VLLM_RUNTIMES)} (or remove it)."
         )
     if "min_nodes" in recipe and not _is_positive_int(recipe["min_nodes"]):
         problems.append(
@@ -366,7 +420,9 @@ def render_command(recipe, values=None):
             rendered[name] = format_value(context[name])
         except RecipeError as exc:
             raise RecipeError(f"placeholder {{{name}}}: {exc}") from None
-    return _PLACEHOLDER.sub(lambda match: rendered[match.group(1)], template).strip()
+    return "".join(
+        rendered[text] if kind == "placeholder" else text for kind, text in template_parts(template)
+    ).strip()
 
 
 def command_argv(command):
@@ -461,7 +517,7 @@ def recipe_warnings(recipe):
             f"{_SEQS_FLAG} {{max_num_seqs}} to the command with max_num_seqs at most {capture}."
         )
 
-    used = set(_PLACEHOLDER.findall(template))
+    used = set(placeholders(template))
     for key in defaults:
         if isinstance(key, str) and key not in used:
             warnings.append(

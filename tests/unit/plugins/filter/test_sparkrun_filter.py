@@ -29,7 +29,7 @@ def test_from_returns_the_recipe_what_was_set_aside_and_notes():
     data = load_recipe()
     data["model_revision"] = "5e0d1b7"
     result = FILTERS["from_sparkrun_recipe"](data)
-    assert sorted(result) == ["notes", "recipe", "unsupported"]
+    assert sorted(result) == ["backend", "changes", "notes", "recipe", "unsupported"]
     assert result["unsupported"] == {"model_revision": "5e0d1b7"}
     assert result["notes"][0].startswith("model_revision: not deployed")
     assert "model_revision" not in result["recipe"]
@@ -39,7 +39,11 @@ def test_from_returns_the_recipe_what_was_set_aside_and_notes():
 def test_from_as_text_is_a_vars_file(as_text):
     text = FILTERS["from_sparkrun_recipe"](FIXTURE_TEXT, as_text=as_text)
     assert isinstance(text, str)
-    assert sorted(yaml.safe_load(text)) == ["sparkrun_extra_fields", "vllm_recipe"]
+    assert sorted(yaml.safe_load(text)) == [
+        "sparkrun_extra_fields",
+        "vllm_distributed_backend",
+        "vllm_recipe",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -226,8 +226,6 @@ BAD_IMPORTS = [
      r"not a v2 recipe: its recipe_version is the string '1'.*set recipe_version: '2'"),
     ("not-v2-version-3", fixture_with(recipe_version=3),
      r"not a v2 recipe: its recipe_version is the number 3"),
-    ("not-v2-no-version", fixture_with(recipe_version=...),
-     r"not a v2 recipe: it has no recipe_version.*recipe_version: '2'"),
     ("not-v2-v1-marker", fixture_with(sparkrun_version="1"),
      r"not a v2 recipe: its sparkrun_version is the string '1'"),
     ("not-a-mapping-list", [load_recipe()], r"the sparkrun recipe is a list, not a mapping"),
@@ -238,10 +236,22 @@ BAD_IMPORTS = [
      r"not valid YAML at line 3, column 1 .*fix the file's syntax"),
     ("bad-yaml-tab", "recipe_version: '2'\n\tmodel: x\n", r"not valid YAML at line 2"),
     ("missing-model", fixture_with(model=...), r"the recipe's model is missing: set it to"),
-    ("missing-command", fixture_with(command=...), r"the recipe's command is missing: set it"),
+    ("no-command-quote-in-json", fixture_with(command=..., defaults={"hf_overrides": "{'a':1}"}),
+     r"no command and its defaults.hf_overrides holds a single quote"),
     ("missing-container", fixture_with(container=...), r"the recipe's container is missing"),
     ("other-runtime", fixture_with(runtime="sglang"),
-     r"runtime is the string 'sglang'.*set runtime: vllm"),
+     r"not a vLLM recipe: its runtime is sglang\. This collection deploys only vLLM"),
+    ("sglang-by-command", fixture_with(runtime=..., command="python3 -m sglang.launch_server"),
+     r"its command starts with python3, so sparkrun runs it with its sglang runtime"),
+    ("llama-server-by-command", fixture_with(runtime="", command="llama-server -m {model}"),
+     r"with its llama-cpp runtime"),
+    ("ray-runtime-mp-flag", fixture_with(runtime="vllm-ray",
+     command="vllm serve {model} --distributed-executor-backend mp"),
+     r"vllm-ray runtime \(a Ray cluster\), but the command's --distributed-executor-backend mp"),
+    ("other-backend", fixture_with(command="vllm serve {model} --distributed-executor-backend uni"),
+     r"--distributed-executor-backend uni asks vLLM for another executor backend"),
+    ("literal-braced-name", fixture_with(command="vllm serve {model} --x '{{model}}'"),
+     r"a literal brace pair around a name"),
     ("includes-a-base", fixture_with(include="base-recipe"),
      r"include: the recipe includes a base recipe.*sparkrun recipe show"),
     ("unfilled-placeholder", fixture_with(command="vllm serve {model} --x {nothing}"),
@@ -340,6 +350,7 @@ def test_the_vars_file_holds_the_recipe_and_what_was_set_aside():
     text = dump_vars_file(imported)
     assert yaml.safe_load(text) == {
         "vllm_recipe": role_default_recipe(),
+        "vllm_distributed_backend": "mp",
         "sparkrun_extra_fields": {"model_revision": "5e0d1b7"},
     }
     assert "#   model_revision: not deployed, " in text
@@ -349,3 +360,106 @@ def test_the_vars_file_of_a_complete_import_says_nothing_was_set_aside():
     text = dump_vars_file(import_recipe(FIXTURE_TEXT))
     assert "#   nothing.\n" in text
     assert yaml.safe_load(text)["sparkrun_extra_fields"] == {}
+
+
+# --- read as sparkrun reads it -------------------------------------------------------------
+
+
+def test_a_recipe_without_recipe_version_is_a_v2_recipe():
+    imported = import_recipe(fixture_with(recipe_version=...))
+    assert "recipe_version" not in imported.recipe
+    assert export_recipe(imported.recipe)["recipe_version"] == "2"
+
+
+@pytest.mark.parametrize(
+    ("runtime", "command", "backend"),
+    [
+        pytest.param("vllm", "vllm serve {model}", "mp", id="vllm"),
+        pytest.param(..., "vllm serve {model}", "mp", id="none"),
+        pytest.param("", "python -m vllm.entrypoints.openai.api_server", "mp", id="unknown-cmd"),
+        pytest.param("vllm-distributed", "vllm serve {model}", "mp", id="vllm-distributed"),
+        pytest.param("vllm-ray", "vllm serve {model}", "ray", id="vllm-ray"),
+        pytest.param("eugr-vllm", "vllm serve {model}", "ray", id="eugr-vllm"),
+        pytest.param("vllm", "vllm serve {model} --distributed-executor-backend ray", "ray",
+                     id="command-ray"),
+        pytest.param("vllm", "vllm serve {model} --distributed_executor_backend=mp", "mp",
+                     id="command-mp-underscores"),
+    ],
+)  # fmt: skip
+def test_the_backend_is_the_one_sparkrun_runs(runtime, command, backend):
+    imported = import_recipe(fixture_with(runtime=runtime, command=command))
+    assert imported.backend == backend
+    assert (
+        imported.recipe["command"].strip() == "vllm serve {model}"
+        or "vllm.entrypoints" in (imported.recipe["command"])
+    )
+
+
+def test_a_backend_flag_leaves_the_command_with_its_layout():
+    command = "vllm serve {model} \\\n  --distributed-executor-backend ray \\\n  -tp 2\n"
+    imported = import_recipe(fixture_with(command=command))
+    assert imported.recipe["command"] == "vllm serve {model} \\\n  -tp 2\n"
+    assert imported.recipe["runtime"] == "vllm-ray"
+    assert any("vllm_distributed_backend: ray" in change for change in imported.changes)
+    exported = export_recipe(imported.recipe, imported.unsupported, None, imported.backend)
+    assert exported["runtime"] == "vllm-ray"
+
+
+@pytest.mark.parametrize(
+    ("backend", "runtime", "written"),
+    [
+        pytest.param("ray", "vllm", "vllm-ray", id="ray-over-vllm"),
+        pytest.param("mp", "vllm-ray", "vllm-distributed", id="mp-over-vllm-ray"),
+        pytest.param("mp", "vllm", "vllm", id="mp-kept"),
+        pytest.param(None, "vllm-ray", "vllm-ray", id="unset"),
+    ],
+)
+def test_the_export_makes_sparkrun_run_the_roles_backend(backend, runtime, written):
+    recipe = {**role_default_recipe(), "runtime": runtime}
+    assert export_recipe(recipe, distributed_backend=backend)["runtime"] == written
+
+
+def test_escaped_braces_become_single_braces():
+    command = 'vllm serve {model} --hf-overrides \'{{"a":{{"b":{x}}}}}\' --y \'{"c":1}\''
+    imported = import_recipe(fixture_with(command=command, defaults={"x": 1, "j": "{{1}}"}))
+    assert (
+        imported.recipe["command"]
+        == 'vllm serve {model} --hf-overrides \'{"a":{"b":{x}}}\' --y \'{"c":1}\''
+    )
+    assert imported.recipe["defaults"]["j"] == "{1}"
+    assert render_command(imported.recipe, ROLE_VALUES).endswith(
+        '--hf-overrides \'{"a":{"b":1}}\' --y \'{"c":1}\''
+    )
+    assert len(imported.changes) == 2
+
+
+def test_the_generated_command_follows_sparkruns_flag_map():
+    defaults = {
+        "port": 8000,
+        "host": "0.0.0.0",  # noqa: S104 - a recipe value, not a bind
+        "tensor_parallel": 2,
+        "trust_remote_code": True,
+        "enable_prefix_caching": False,
+        "enforce_eager": False,
+        "max_model_len": "auto",
+        "speculative_config": {"method": "mtp"},
+        "nothing_maps_here": 1,
+        "api_key": "k",
+    }
+    imported = import_recipe(fixture_with(command=..., defaults=defaults))
+    assert imported.recipe["command"] == (
+        "vllm serve {model} -tp {tensor_parallel} --port {port} --host {host} "
+        "--max-model-len {max_model_len} --no-enable-prefix-caching --trust-remote-code "
+        "--speculative-config '{speculative_config}'\n"
+    )
+    assert imported.recipe["defaults"] == {
+        "tensor_parallel": 2,
+        "max_model_len": "auto",
+        "speculative_config": '{"method":"mtp"}',
+    }
+    assert sorted(imported.unsupported) == [
+        "defaults.api_key",
+        "defaults.host",
+        "defaults.nothing_maps_here",
+        "defaults.port",
+    ]
