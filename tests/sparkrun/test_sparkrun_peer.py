@@ -401,3 +401,92 @@ def test_export_playbook_can_leave_the_jit_caches_to_sparkrun(sparkrun_env, tmp_
     )
     assert run.status == "successful", run.failures
     assert validate(sparkrun_env, dest)["issues"] == []
+
+
+# --- the corpus: our export of every registry recipe, judged by sparkrun ------------------
+
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.sparkrun_corpus import (  # noqa: E402,E501
+    CORPUS,
+    case_id,
+    judged,
+    reference_text,
+    serve_argv,
+)
+
+CORPUS_VLLM = [path for path in CORPUS if reference_text(path).strip()]
+
+
+def dry_run_serve_block(env, path, nodes):
+    """The block under 'Serve command:' of sparkrun's dry run on ``nodes`` loopback hosts."""
+    hosts = ",".join(f"127.0.0.{rank + 2}" for rank in range(nodes))
+    # As the references were made (no --offline: an eugr build would then look for its image).
+    proc = sparkrun(env, "run", str(path), "--hosts", hosts, "--dry-run")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    block = []
+    for line in lines[lines.index("Serve command:") + 1 :]:
+        if not line.startswith("  "):
+            break
+        block.append(line)
+    return "\n".join(block) + "\n"
+
+
+@pytest.fixture(scope="session")
+def corpus_round_trip(sparkrun_env, tmp_path_factory):
+    """Our export of each imported corpus recipe, run once through sparkrun, in parallel
+    (each call takes about a second)."""
+    work = tmp_path_factory.mktemp("corpus")
+
+    def one(path):
+        imported = import_recipe(path.read_text(encoding="utf-8"))
+        exported = export_recipe(imported.recipe, imported.unsupported, None, imported.backend)
+        where = work / case_id(path).replace("/", "-")
+        where.mkdir()
+        # sparkrun resolves each mod beside the recipe; its content is no part of the command.
+        for mod in exported.get("mods") or []:
+            (where / mod).mkdir(parents=True, exist_ok=True)
+            (where / mod / "run.sh").write_text("#!/bin/sh\n")
+        target = where / path.name
+        target.write_text(dump_recipe(exported))
+        return imported, dry_run_serve_block(sparkrun_env, target, exported.get("min_nodes", 1))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(CORPUS_VLLM, pool.map(one, CORPUS_VLLM), strict=True))
+
+
+@pytest.mark.parametrize("path", CORPUS_VLLM, ids=case_id)
+def test_sparkrun_starts_the_same_engine_from_our_export(corpus_round_trip, path):
+    imported, block = corpus_round_trip[path]
+    model = imported.recipe["model"]
+    ours, ours_backend = judged(serve_argv(block), model)
+    theirs, theirs_backend = judged(serve_argv(reference_text(path)), model)
+    assert ours == theirs
+    assert ours_backend == theirs_backend
+
+
+def test_the_generated_flags_are_sparkruns():
+    from ansible_collections.gb10.serving.plugins.module_utils._sparkrun import (
+        GENERATED_FLAG_KEYS,
+        NEGATED_SWITCH_KEYS,
+        SWITCH_KEYS,
+        generated_flag,
+    )
+
+    script = (
+        "import json; from sparkrun.runtimes import _vllm_common as c; print(json.dumps("
+        "[list(c.VLLM_FLAG_MAP.items()), sorted(c.VLLM_BOOL_FLAGS), "
+        "sorted(c.VLLM_NEGATABLE_BOOL_FLAGS)]))"
+    )
+    proc = subprocess.run(
+        [str(SPARKRUN.parent / "python"), "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    flag_map, switches, negated = json.loads(proc.stdout)
+    assert [[key, generated_flag(key)] for key in GENERATED_FLAG_KEYS] == flag_map
+    assert sorted(SWITCH_KEYS) == switches
+    assert sorted(NEGATED_SWITCH_KEYS) == negated
