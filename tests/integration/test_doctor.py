@@ -6,17 +6,23 @@ fault the field reports named on its node with the fix.
 | a wrong owner in the cache             | a file of node1's cache chowned to root       |
 | the GID index moved under the engine   | node0's GID tree laid again with index 5      |
 | an MTU mismatch between the nodes      | the host end of node1's cable set to MTU 1500 |
+| a node running a different image       | node1's engine container stood in for (below) |
 | a killed worker behind a serving head  | node1's worker killed (test_watchdog.py)      |
 
 Each puts the lab back itself. The killed worker is tests/integration/test_watchdog.py's:
 the doctor names it there, then the watchdog brings the cluster back (one engine boot for
-both). A node running another image, a wrong socket
-ifname and the other verdicts are unit-tested on this lab's captured evidence
+both). The different image is a lab shortcut, named as one: node1's engine container is
+renamed aside (it goes on running, its rank untouched) and a container of another image
+(the engine image with one label more, so another image ID) takes its name, labels and
+environment and runs no engine. A real engine of another image costs a cluster boot, and
+the doctor reads the same fields of either. A wrong socket ifname and the other verdicts
+are unit-tested on this lab's captured evidence
 (tests/unit/plugins/module_utils/test_doctor_judge.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -31,6 +37,7 @@ from conftest import (
     ROOT,
     api_key,
     engines_state,
+    inspect,
     run_playbook,
 )
 from test_fabric import cable_end, host_link
@@ -141,10 +148,52 @@ def verdict_fingerprint() -> str:
     return proc.stdout.strip()
 
 
-def test_three_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
-    """A root-owned file in node1's cache, node0's GID moved to index 5, and the host end of
-    node1's cable at MTU 1500, all in one doctor run (one run, three verdicts, each on its
-    node and no other); each fault is put back after."""
+@contextlib.contextmanager
+def another_image_under(container: str, env_file: Path):
+    """While inside: a container of another image, running no engine, under the engine
+    container's name, with its labels and environment (secrets left out); the engine itself
+    renamed aside, still running. Put back after: the engine under its name, the stand-in
+    and its image gone."""
+    engine = inspect(container)
+    other = "gb10-lab-other-engine:doctor"
+    aside = f"{container}-aside"
+    subprocess.run(
+        ["docker", "build", "-q", "-t", other, "-"],
+        input=f"FROM {engine['Image']}\nLABEL io.gb10-serving.test=another-image\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    env_file.write_text(
+        "".join(
+            f"{line}\n"
+            for line in engine["Config"]["Env"]
+            if not any(word in line.split("=", 1)[0] for word in ("KEY", "TOKEN", "SECRET"))
+        )
+    )
+    labels = [f"--label={name}={value}" for name, value in engine["Config"]["Labels"].items()]
+    subprocess.run(["docker", "rename", container, aside], check=True)
+    try:
+        subprocess.run(
+            ["docker", "run", "-d", "--name", container]
+            + ["--network", engine["HostConfig"]["NetworkMode"]]
+            + labels
+            + ["--env-file", str(env_file), "--entrypoint", "sleep", other, "infinity"],
+            capture_output=True,
+            check=True,
+        )
+        yield
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False)
+        subprocess.run(["docker", "rename", aside, container], check=True)
+        subprocess.run(["docker", "rmi", other], capture_output=True, check=False)
+
+
+def test_four_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
+    """A root-owned file in node1's cache, node0's GID moved to index 5, the host end of
+    node1's cable at MTU 1500 and another image under node1's engine name, all in one doctor
+    run (one run, four verdicts, each on its node and no other); each fault is put back
+    after."""
     stray = f"{CACHE.format(node='node1')}/gb10-doctor-stray"
     node = NODE_CONTAINERS["node1"]
     labctl = _labctl()
@@ -153,7 +202,11 @@ def test_three_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
     subprocess.run(["docker", "exec", node, "sh", "-c", f"echo x > {stray}"], check=True)
     labctl.lay_gid_tree(dataclasses.replace(node0, gid_index=5))
     try:
-        with host_link(cable_end("node1"), "mtu", "1500", restore=("mtu", "9000")):
+        with (
+            host_link(cable_end("node1"), "mtu", "1500", restore=("mtu", "9000")),
+            another_image_under(ENGINES["node1"], tmp_path / "engine.env"),
+        ):
+            other_image = inspect(ENGINES["node1"])["Image"]
             run, report = doctor(tmp_path, "faults")
         owner = subprocess.run(
             ["docker", "exec", node, "stat", "-c", "%u:%g", stray],
@@ -192,5 +245,14 @@ def test_three_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
         assert "MTU 9000" in found["fix"]
     assert verdict(report, "link enp1s0f1np1", "node1")["status"] == "ok"
     assert verdict(report, "ping enP2p1s0f1np1 -> 192.168.101.11", "node0")["status"] == "ok"
+
+    # Another image on node1: both image IDs named with their nodes, and the fix.
+    found = verdict(report, "image", None)
+    assert found["status"] == "fail"
+    head_image = inspect(ENGINES["node0"])["Image"]
+    assert head_image != other_image
+    assert f"{head_image} on node0" in found["evidence"]
+    assert f"{other_image} on node1" in found["evidence"]
+    assert "pulls and runs the image the head's plan pins" in found["fix"]
     # Nothing was restarted.
     assert engines_state() == before
