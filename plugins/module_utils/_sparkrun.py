@@ -502,7 +502,8 @@ def _decide_backend(recipe, runtime, set_aside, changes):
         asked.append((f"defaults.{BACKEND_KEY}", str(defaults[BACKEND_KEY])))
     asked.extend((f"the command's {BACKEND_FLAG}", value) for value in in_command)
     backend = asked[0][1].lower() if asked else expected
-    if backend not in RUNTIME_BACKENDS.values() or any(v.lower() != expected for _, v in asked):
+    disagree = [value for _where, value in asked if value.lower() != expected]
+    if backend not in RUNTIME_BACKENDS.values() or disagree:
         listing = ", ".join(f"{where} {value}" for where, value in asked)
         raise SparkrunError(
             f"the sparkrun recipe cannot be imported: sparkrun runs it with its {runtime} "
