@@ -4,7 +4,8 @@ inventories/moved_names.yml, layered over the lab's inventory, puts the nodes in
 and worker groups (node1 the head this time), and moves the engine's environment files, the
 firewall's rules file and unit, the engine containers' names, restart policy and log
 options, the cache's mount and owner; it also turns HF_HUB_OFFLINE off, reads the GID table
-from sysfs, pings five times, leaves out the runtime check and pins a commit no cache holds.
+from sysfs, pings five times, leaves out the runtime check, pins a commit no cache holds,
+launches the engines through Ray on another port and drops an API user (bob).
 The run is in check mode with --diff: what each moved value does is read from what the run
 says it would write (the templates' destinations and text, the cache's owner) and start (the
 engine plan the start task hands to Docker as it is), and nothing changes on the nodes or the
@@ -174,21 +175,35 @@ def test_the_check_run_passes_and_changes_nothing(moved):
         assert inspect(container_name(node)) is None
 
 
-def test_node1_heads_the_moved_groups(moved):
+def test_node1_heads_the_moved_groups_through_ray_on_its_port(moved):
     # vllm_head_group and vllm_worker_group: the lab's own groups, which still hold node0 as
-    # the head and node1 as the worker, made the control's plan; the moved groups swap them.
+    # the head and node1 as the worker, made the control's plan (vLLM's own launch); the
+    # moved groups swap them, and vllm_distributed_backend ray launches them through Ray on
+    # vllm_ray_port.
     control = task_facts(moved["control"], PLAN_TASK)
-    assert "--headless" not in control[WORKER]["__vllm_node"]["spec"]["command"]
+    for node, rank in ((WORKER, "0"), (HEAD, "1")):
+        command = control[node]["__vllm_node"]["spec"]["command"]
+        assert command[command.index("--node-rank") + 1] == rank
+        assert command[command.index("--master-addr") + 1] == fabric_ip(WORKER)
     assert "--headless" in control[HEAD]["__vllm_node"]["spec"]["command"]
     plans = task_facts(moved["run"], PLAN_TASK)
     head = plans[HEAD]["__vllm_node"]["spec"]["command"]
     worker = plans[WORKER]["__vllm_node"]["spec"]["command"]
-    for command, rank in ((head, "0"), (worker, "1")):
-        assert command[command.index("--node-rank") + 1] == rank
-        assert command[command.index("--master-addr") + 1] == fabric_ip(HEAD)
-        assert command[command.index("--nnodes") + 1] == "2"
-    assert "--headless" in worker
-    assert "--headless" not in head
+    port = str(MOVED_VARS["vllm_ray_port"])
+    assert head[:2] == ["sh", "-c"]
+    assert "ray start --head" in head[2]
+    assert head[3:5] == [port, "2"]
+    assert head[5:7] == ["vllm", "serve"]
+    assert head[-2:] == ["--distributed-executor-backend", "ray"]
+    assert "--nnodes" not in head
+    assert worker == [
+        "ray",
+        "start",
+        "--block",
+        "--disable-usage-stats",
+        f"--address={fabric_ip(HEAD)}:{port}",
+        f"--node-ip-address={fabric_ip(WORKER)}",
+    ]
 
 
 def test_the_engines_are_planned_under_the_moved_names(moved):
@@ -241,6 +256,13 @@ def test_the_files_would_be_written_at_the_moved_paths(moved):
         dest, text = rules[node]
         assert dest == rules_file
         assert f"Loaded by {unit}.service" in text
+        # The engine's ports follow vllm_ray_port: only the peer may reach it.
+        (engine_ports,) = [
+            line.split("{")[1].split("}")[0].replace(",", " ").split()
+            for line in text.splitlines()
+            if line.strip().startswith("tcp dport {") and line.endswith("reject with tcp reset")
+        ]
+        assert str(MOVED_VARS["vllm_ray_port"]) in engine_ports
         dest, text = units[node]
         assert dest == MOVED_UNIT
         assert f"ExecStart=/usr/sbin/nft -f {rules_file}" in text.splitlines()
@@ -309,3 +331,17 @@ def test_the_pinned_revision_is_looked_for(moved):
     plans = task_facts(moved["run"], PLAN_TASK)
     assert "--revision" in control[HEAD]["__vllm_node"]["spec"]["command"]
     assert "--revision" not in plans[HEAD]["__vllm_node"]["spec"]["command"]
+
+
+def test_a_user_no_longer_listed_would_be_removed_and_is_kept(moved):
+    # (No "API users removed" among the restart's reasons here: that compares with the
+    # running head's engine, and the moved head, node1, runs none under the moved name.
+    # test_lifecycle.py's removal says it, for real.)
+    said = " ".join(" ".join(moved["run"].debug_messages).split())
+    assert (
+        "Check mode: this run would remove the client directory and key of the API users"
+        " no longer in vllm_api_users: bob"
+    ) in said
+    # Nothing on the controller changed (moved["after"] == moved["before"] holds every
+    # client file): bob's key is still there.
+    assert (CLIENTS / "bob" / "api-key").exists()

@@ -9,8 +9,6 @@ import pytest
 import requests
 import yaml
 from conftest import (
-    CLIENTS,
-    ENGINE_PLAN_TASK,
     ENGINES,
     KEY_FILE,
     LAB_INVENTORY,
@@ -19,7 +17,6 @@ from conftest import (
     SITE,
     api_key,
     api_url,
-    assert_no_key_in,
     chat,
     engines_state,
     inspect,
@@ -37,8 +34,6 @@ LAB_HOSTVARS = {
     ]["children"].values()
     for node, values in group["hosts"].items()
 }
-# A Ray port other than the default 6379, for the check run that plans a Ray cluster.
-RAY_PORT = 6390
 
 
 def test_chat_completion_with_the_key_returns_text(converged):
@@ -214,63 +209,3 @@ def test_check_mode_on_a_serving_cluster_changes_nothing(converged, tmp_path):
     assert run.status == "successful", run.failure_messages
     assert run.count("changed") == 0
     assert engines_state() == before
-
-
-def test_check_mode_predicts_a_new_deployment_and_changes_nothing(converged, tmp_path):
-    """One check run with three changes: the Ray backend on another port (not in the lab
-    image, so check mode is where its plan is proven; a real run needs a Spark) and an API
-    user removed."""
-    before = engines_state()
-    run = run_playbook(
-        SITE,
-        tmp_path,
-        check=True,
-        extravars={
-            "vllm_distributed_backend": "ray",
-            "vllm_ray_port": RAY_PORT,
-            "vllm_api_users": [{"name": "alice"}],
-        },
-    )
-    assert run.status == "successful", run.failure_messages
-    plans = task_facts(run, ENGINE_PLAN_TASK)
-    head = plans["node0"]["__vllm_node"]["spec"]["command"]
-    worker = plans["node1"]["__vllm_node"]["spec"]["command"]
-    assert head[:2] == ["sh", "-c"]
-    assert "ray start --head" in head[2]
-    assert head[3:5] == [str(RAY_PORT), "2"]
-    assert head[5:7] == ["vllm", "serve"]
-    assert head[-2:] == ["--distributed-executor-backend", "ray"]
-    assert "--nnodes" not in head
-    assert worker == [
-        "ray",
-        "start",
-        "--block",
-        "--disable-usage-stats",
-        f"--address={HEAD_FABRIC_IP}:{RAY_PORT}",
-        f"--node-ip-address={WORKER_FABRIC_IP}",
-    ]
-    # The firewall's engine ports follow vllm_ray_port: only the peer may reach it.
-    rules = [
-        event["event_data"]["res"]["diff"][0]["after"]
-        for event in run.events_data
-        if event.get("event") == "runner_on_ok"
-        and event["event_data"].get("task") == "Write the rules"
-    ]
-    assert len(rules) == 2
-    for text in rules:
-        (engine_ports,) = [
-            line.split("{")[1].split("}")[0].replace(",", " ").split()
-            for line in text.splitlines()
-            if line.strip().startswith("tcp dport {") and line.endswith("reject with tcp reset")
-        ]
-        assert str(RAY_PORT) in engine_ports
-    # Check mode says what a real run would do, and does nothing.
-    said = "\n".join(run.debug_messages)
-    assert "the deployment changed" in said
-    assert "Check mode: this run would restart the engine on every node" in said
-    assert "API users removed: bob" in said
-    assert "Check mode: this run would remove the client directory and key" in said
-    assert run.count("changed") > 0
-    assert engines_state() == before
-    assert (CLIENTS / "bob" / "api-key").exists()
-    assert_no_key_in(run, (api_key(),))
