@@ -66,7 +66,7 @@ def test_the_doctor_finds_the_owner_s_cluster_healthy_and_changes_nothing(doctor
 
 
 def test_the_api_checks_ask_with_the_vaulted_key_for_the_served_name_on_its_port(doctor):
-    _, report = doctor
+    report = doctor[1]
     assert check(report, "/v1/models")["evidence"] == f"/v1/models answered 200, serving {SERVED}"
     assert check(report, "canary completion")["status"] == "ok"
     # Nothing answers on the default port any more (test_vllm.py): /health answered on 8100.
