@@ -141,6 +141,8 @@ _COMMAND_RUNTIMES = (
 )
 # What makes sparkrun pick its Ray runtime for a plain vllm recipe, in the command as written.
 _RAY_HINT = re.compile(r"--distributed-executor-backend\s+ray\b")
+# Where Jinja would start a template, a statement or a comment in a string.
+JINJA_MARKER = re.compile(r"\{[{%#]")
 # The executor backend of each vLLM runtime of sparkrun's, as vllm_distributed_backend.
 RUNTIME_BACKENDS = {"vllm-distributed": "mp", "vllm-ray": "ray", "eugr-vllm": "ray"}
 BACKEND_KEY = "distributed_executor_backend"
@@ -792,17 +794,33 @@ if yaml is not None:
 
     _BlockDumper.add_representer(str, _represent_str)
 
+    class _VarsFileDumper(_BlockDumper):
+        """_BlockDumper for an Ansible vars file: text Jinja would read is tagged !unsafe.
 
-def dump_yaml(data, comments=()):
+        Ansible templates every string of a vars file; a recipe's ``{{``, ``{%`` or ``{#``
+        (in an env value, or a command's literal braces) is the engine's text, not a template.
+        """
+
+    def _represent_vars_str(dumper, value):
+        if not JINJA_MARKER.search(value):
+            return _represent_str(dumper, value)
+        style = "|" if "\n" in value else "'"
+        return dumper.represent_scalar("!unsafe", value, style=style)
+
+    _VarsFileDumper.add_representer(str, _represent_vars_str)
+
+
+def dump_yaml(data, comments=(), for_ansible=False):
     """YAML text for ``data``: a document start, keys in order, commands as literal blocks.
 
-    ``comments`` are lines written first, each as a YAML comment.
+    ``comments`` are lines written first, each as a YAML comment. ``for_ansible``: text that
+    Jinja would template is tagged ``!unsafe`` (Ansible's own tag: the value is used as it is).
     """
     _require_yaml()
     head = "".join(f"# {line}\n" if line else "#\n" for line in comments)
     body = yaml.dump(
         plain(data),
-        Dumper=_BlockDumper,
+        Dumper=_VarsFileDumper if for_ansible else _BlockDumper,
         default_flow_style=False,
         sort_keys=False,
         allow_unicode=True,
@@ -846,4 +864,5 @@ def dump_vars_file(imported):
             "sparkrun_extra_fields": imported.unsupported,
         },
         comments=comments,
+        for_ansible=True,
     )

@@ -63,6 +63,7 @@ def run_playbook(
     *,
     inventories: tuple[Path, ...] = (LAB_INVENTORY,),
     extravars: dict | None = None,
+    vars_files: tuple[Path, ...] = (),
     check: bool = False,
     diff: bool = False,
     tags: str | None = None,
@@ -77,7 +78,13 @@ def run_playbook(
         playbook=str(playbook),
         inventory=[str(p) for p in inventories],
         extravars=extravars or {},
-        cmdline=" ".join(["--check"] * check + ["--diff"] * (diff or check)) or None,
+        # A vars file goes in as an owner gives it: -e @FILE, read by ansible-playbook itself.
+        cmdline=" ".join(
+            [f"-e @{path}" for path in vars_files]
+            + ["--check"] * check
+            + ["--diff"] * (diff or check)
+        )
+        or None,
         verbosity=verbosity or None,
         tags=tags,
         skip_tags=skip_tags,

@@ -9,9 +9,14 @@ in one sequence, each step starting from what the one before left:
 2. crash: a new deployment, bob removed from the users, whose worker engine is killed
    (SIGKILL, as the OOM killer does) while the cluster boots: the run said why it restarts
    (bob removed), then fails with the cause, every engine stopped;
-3. recovery for bob alone, his key no longer given: the next run restarts (the engines are
-   stopped) and serves; alice's key is locked out and her client directory removed; bob's
-   given key is rotated (a new one generated, the given one refused), and the run says so;
+3. recovery for bob alone, his key no longer given, on a recipe from sparkrun's registry:
+   playbooks/import_sparkrun.yml writes its vars file and site.yml deploys it as written
+   (-e @FILE), adapted to the lab by overrides: the tiny model, the lab's engine image, tensor
+   parallel 2, the lab's context and CPU settings, and `-O0` added to its command (the lab
+   shortcut every lab recipe takes, see inventory/lab). The run restarts (the engines are
+   stopped) and serves the imported recipe's own flags; alice's key is locked out and her
+   client directory removed; bob's given key is rotated (a new one generated, the given one
+   refused), and the run says so;
 4. the inventory in check mode: it would add alice back and restart, onto the deployment the
    converge started (the same fingerprint), and changes nothing.
 
@@ -34,11 +39,14 @@ import threading
 import time
 
 import pytest
+import yaml
 from conftest import (
     CLIENTS,
     ENGINE_PLAN_TASK,
     ENGINES,
+    LAB_INVENTORY,
     LOG_DIR,
+    MODEL,
     REPORTS,
     ROOT,
     SITE,
@@ -74,6 +82,23 @@ ONLY_ALICE = {"vllm_api_users": [{"name": "alice"}]}
 # Bob is listed without the key the inventory gives him: the given key must be rotated.
 ONLY_BOB_UNKEYED = {"vllm_api_users": [{"name": "bob"}]}
 FINGERPRINT_TASK = ENGINE_PLAN_TASK
+IMPORT = ROOT / "playbooks" / "import_sparkrun.yml"
+# A recipe of sparkrun's registry (tests/unit/.../fixtures/sparkrun/registry/README.md): its
+# command hard-codes flags the lab's tiny model can serve with (a GLM tool and reasoning
+# parser, its batch and memory settings) and leaves tensor parallel to a placeholder.
+REGISTRY_RECIPE = (
+    ROOT
+    / "tests/unit/plugins/module_utils/fixtures/sparkrun/registry"
+    / "experimental-recipes_eugr-vllm_glm-4.7-flash-awq-vllm.yaml"
+)
+REGISTRY_FLAGS = (
+    "--tool-call-parser glm47",
+    "--reasoning-parser glm45",
+    "--enable-auto-tool-choice",
+    "--max-num-batched-tokens 4096",
+    "--gpu-memory-utilization 0.7",
+    "-tp 2",
+)
 
 
 def head_state() -> tuple[str, str, str]:
@@ -135,6 +160,24 @@ def crash_run(tmp_path):
     return result["run"], restarted
 
 
+def lab_adaptation(imported: dict) -> dict:
+    """vllm_recipe_overrides that put an imported recipe on the lab, from the lab's recipe."""
+    lab = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
+    lab_recipe = lab["vllm_recipe"]
+    assert lab_recipe["model"] == MODEL
+    return {
+        "model": MODEL,
+        "container": lab_recipe["container"],
+        **{
+            key: lab_recipe["defaults"][key]
+            for key in ("tensor_parallel", "max_model_len", "max_num_seqs")
+        },
+        "env": lab_recipe["env"],
+        # Lab shortcut: no torch.compile warm-up (inventory/lab says why).
+        "command": imported["vllm_recipe"]["command"].rstrip() + " -O0",
+    }
+
+
 def said_by(run) -> str:
     """What a step that had to succeed said (its debug messages), after checking it did."""
     assert run.status == "successful", run.failure_messages
@@ -176,9 +219,27 @@ def life(converged, tmp_path_factory):
         steps["crash_logs"] = sorted(saved_log_dirs() - logs)
         steps["after_crash"] = engines_state()
 
-        steps["remove"] = run_playbook(
-            SITE, tmp_path_factory.mktemp("remove"), extravars=ONLY_BOB_UNKEYED, tags="vllm"
+        imported = tmp_path_factory.mktemp("import") / "registry-vars.yml"
+        steps["import"] = run_playbook(
+            IMPORT,
+            imported.parent,
+            extravars={
+                "sparkrun_recipe_file": str(REGISTRY_RECIPE),
+                "sparkrun_vars_dest": str(imported),
+            },
         )
+        steps["imported"] = yaml.safe_load(imported.read_text())
+        steps["remove"] = run_playbook(
+            SITE,
+            tmp_path_factory.mktemp("remove"),
+            vars_files=(imported,),
+            extravars={
+                **ONLY_BOB_UNKEYED,
+                "vllm_recipe_overrides": lab_adaptation(steps["imported"]),
+            },
+            tags="vllm",
+        )
+        steps["after_remove"] = head_state()
         steps["alice_after_remove"] = chat(steps["keys"]["alice"]).status_code
         steps["alice_dir_after_remove"] = (CLIENTS / "alice").exists()
         steps["bob_given_after_rotation"] = chat(steps["keys"]["bob"]).status_code
@@ -268,6 +329,22 @@ def test_removing_a_user_says_the_engine_restarts_and_locks_them_out(life):
     assert not life["alice_dir_after_remove"]
 
 
+def test_a_registry_recipe_imported_and_adapted_to_the_lab_boots_with_its_own_flags(life):
+    assert life["import"].status == "successful", life["import"].failure_messages
+    recipe = life["imported"]["vllm_recipe"]
+    assert recipe["model"] == "cyankiwi/GLM-4.7-Flash-AWQ-4bit"
+    assert life["imported"]["vllm_distributed_backend"] == "mp"
+    said_by(life["remove"])
+    _, deployment, command = life["after_remove"]
+    assert command.startswith(f"vllm serve {MODEL} ")
+    for flag in REGISTRY_FLAGS:
+        assert f" {flag}" in command, (flag, command)
+    # The recipe's own context length gave way to the lab's; the deployment is a new one.
+    assert "--max-model-len 512" in command
+    assert deployment not in (life["start"][1], life["after_sweep"][1])
+    assert life["bob_rotated_after_rotation"] == 200
+
+
 def test_a_key_no_longer_given_is_rotated_and_the_old_one_refused(life):
     said = said_by(life["remove"])
     assert "Rotating the key of the API users whose key is no longer given" in said
@@ -300,7 +377,7 @@ def test_the_inventory_would_add_the_user_back_onto_the_converge_s_deployment(li
 
 def test_no_step_shows_a_key_and_no_saved_log_holds_one(life):
     keys = (api_key(), *life["keys"].values())
-    for step in ("sweep", "crash", "remove", "restore"):
+    for step in ("sweep", "crash", "import", "remove", "restore"):
         assert_no_key_in(life[step], keys)
     saved = list(LOG_DIR.rglob("*.log"))
     assert saved
