@@ -335,7 +335,7 @@ def test_a_registry_recipe_imported_and_adapted_to_the_lab_boots_with_its_own_fl
     assert recipe["model"] == "cyankiwi/GLM-4.7-Flash-AWQ-4bit"
     assert life["imported"]["vllm_distributed_backend"] == "mp"
     said_by(life["remove"])
-    _, deployment, command = life["after_remove"]
+    deployment, command = life["after_remove"][1:]
     assert command.startswith(f"vllm serve {MODEL} ")
     for flag in REGISTRY_FLAGS:
         assert f" {flag}" in command, (flag, command)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
 from ansible_collections.gb10.serving.plugins.filter.sparkrun import FilterModule
 from ansible_collections.gb10.serving.tests.unit.plugins.filter.lazy import uncopyable
 from ansible_collections.gb10.serving.tests.unit.plugins.module_utils.test_vllm_recipe import (
@@ -44,6 +46,31 @@ def test_from_as_text_is_a_vars_file(as_text):
         "vllm_distributed_backend",
         "vllm_recipe",
     ]
+
+
+def test_text_jinja_would_read_reaches_the_engine_as_it_is(tmp_path):
+    # The vars file playbooks/import_sparkrun.yml writes. An env value with a template's
+    # braces, and a command whose escaped braces sparkrun renders as "{#": Ansible must not
+    # template either of them out of the vars file.
+    data = load_recipe()
+    data["env"] = {**data["env"], "GB10_NOTE": "{{ not_a_variable }}"}
+    data["command"] = data["command"].rstrip() + " --hf-overrides '{{#}}'\n"
+    text = FILTERS["from_sparkrun_recipe"](data, as_text=True)
+    assert text.count("!unsafe") == 2
+    vars_file = tmp_path / "vars.yml"
+    vars_file.write_text(text, encoding="utf-8")
+    # Read as Ansible reads a vars file: its text trusted as templates, unless tagged.
+    loader = DataLoader()
+    written = loader.load_from_file(str(vars_file), trusted_as_template=True)
+    note = written["vllm_recipe"]["env"]["GB10_NOTE"]
+    command = written["vllm_recipe"]["command"]
+    assert note == "{{ not_a_variable }}"
+    assert command.endswith(" --hf-overrides '{#}'\n")
+    templar = Templar(loader=loader, variables={"not_a_variable": "templated"})
+    assert templar.template(note) == note
+    assert templar.template(command) == command
+    # Text without Jinja's markers stays plain, as the corpus shows for every recipe.
+    assert written["vllm_recipe"]["model"] == data["model"]
 
 
 @pytest.mark.parametrize(

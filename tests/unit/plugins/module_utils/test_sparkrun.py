@@ -15,8 +15,6 @@ import re
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
 from ansible_collections.gb10.serving.plugins.module_utils._sparkrun import (
     RUNTIME_CACHE_ENV,
     UNSUPPORTED_FIELDS,
@@ -362,31 +360,6 @@ def test_the_vars_file_of_a_complete_import_says_nothing_was_set_aside():
     text = dump_vars_file(import_recipe(FIXTURE_TEXT))
     assert "#   nothing.\n" in text
     assert yaml.safe_load(text)["sparkrun_extra_fields"] == {}
-
-
-def test_text_jinja_would_read_reaches_the_engine_as_it_is(tmp_path):
-    # An env value with a template's braces, and a command whose escaped braces sparkrun
-    # renders as "{#": Ansible must not template either of them out of the vars file.
-    data = fixture_with(
-        env={**load_recipe()["env"], "GB10_NOTE": "{{ not_a_variable }}"},
-        command=load_recipe()["command"].rstrip() + " --hf-overrides '{{#}}'\n",
-    )
-    text = dump_vars_file(import_recipe(data))
-    assert text.count("!unsafe") == 2
-    vars_file = tmp_path / "vars.yml"
-    vars_file.write_text(text, encoding="utf-8")
-    # Read as Ansible reads a vars file: its text trusted as templates, unless tagged.
-    loader = DataLoader()
-    written = loader.load_from_file(str(vars_file), trusted_as_template=True)
-    note = written["vllm_recipe"]["env"]["GB10_NOTE"]
-    command = written["vllm_recipe"]["command"]
-    assert note == "{{ not_a_variable }}"
-    assert command.endswith(" --hf-overrides '{#}'\n")
-    templar = Templar(loader=loader, variables={"not_a_variable": "templated"})
-    assert templar.template(note) == note
-    assert templar.template(command) == command
-    # Text without Jinja's markers stays plain, as the corpus shows for every recipe.
-    assert written["vllm_recipe"]["model"] == data["model"]
 
 
 # --- read as sparkrun reads it -------------------------------------------------------------
