@@ -22,9 +22,12 @@ from pathlib import Path
 import ansible_runner
 import pytest
 import requests
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB_INVENTORY = ROOT / "inventory" / "lab"
+# The lab inventory's cluster-wide variables, as written (nothing templated).
+LAB_VARS = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
 HERE = Path(__file__).resolve().parent
 NODE_CONTAINERS = {"node0": "gb10-lab-node0", "node1": "gb10-lab-node1"}
 # Preflight, then a play that leaves MARKER on every node: what "before any change" means.

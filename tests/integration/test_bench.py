@@ -6,9 +6,8 @@ import json
 import subprocess
 
 import pytest
-import yaml
 from conftest import (
-    LAB_INVENTORY,
+    LAB_VARS,
     REPORTS,
     ROOT,
     run_playbook,
@@ -18,7 +17,6 @@ BENCH = ROOT / "playbooks" / "bench.yml"
 SWEEP = ROOT / "playbooks" / "sweep.yml"
 ENGINES = ("gb10-lab-node0-vllm", "gb10-lab-node1-vllm")
 # The bench settings the report was measured with (the lab's; the roles' defaults differ).
-LAB_VARS = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
 # Tokens the chat template puts around each random prompt (vllm bench serve's openai-chat
 # backend counts the prompt as the engine saw it): a few, never this many.
 TEMPLATE_TOKENS = 32

@@ -44,7 +44,7 @@ from conftest import (
     CLIENTS,
     ENGINE_PLAN_TASK,
     ENGINES,
-    LAB_INVENTORY,
+    LAB_VARS,
     LOG_DIR,
     MODEL,
     REPORTS,
@@ -162,8 +162,7 @@ def crash_run(tmp_path):
 
 def lab_adaptation(imported: dict) -> dict:
     """vllm_recipe_overrides that put an imported recipe on the lab, from the lab's recipe."""
-    lab = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
-    lab_recipe = lab["vllm_recipe"]
+    lab_recipe = LAB_VARS["vllm_recipe"]
     assert lab_recipe["model"] == MODEL
     return {
         "model": MODEL,

@@ -25,6 +25,7 @@ from conftest import (
     ENGINE_PLAN_TASK,
     HERE,
     LAB_INVENTORY,
+    LAB_VARS,
     MODEL,
     NODE_CONTAINERS,
     REPORTS,
@@ -53,7 +54,6 @@ REVISION = MOVED_HOSTVARS[HEAD]["node_model_revision"]
 FIREWALLED = sorted(n for n in NODE_CONTAINERS if MOVED_HOSTVARS[n].get("firewall_enabled", True))
 UNFIREWALLED = sorted(set(NODE_CONTAINERS) - set(FIREWALLED))
 LAB_HOSTS = yaml.safe_load((LAB_INVENTORY / "hosts.yml").read_text(encoding="utf-8"))
-LAB_VARS = yaml.safe_load((LAB_INVENTORY / "group_vars" / "gb10_cluster.yml").read_text())
 
 
 def role_default(role: str, name: str):
