@@ -788,9 +788,9 @@ if yaml is not None:
     class _BlockDumper(yaml.SafeDumper):
         """Safe YAML with multi-line strings as literal blocks, keys in their given order."""
 
-    def _represent_str(dumper, value):
+    def _represent_str(dumper, value, tag="tag:yaml.org,2002:str"):
         style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+        return dumper.represent_scalar(tag, value, style=style)
 
     _BlockDumper.add_representer(str, _represent_str)
 
@@ -802,10 +802,9 @@ if yaml is not None:
         """
 
     def _represent_vars_str(dumper, value):
-        if not JINJA_MARKER.search(value):
-            return _represent_str(dumper, value)
-        style = "|" if "\n" in value else "'"
-        return dumper.represent_scalar("!unsafe", value, style=style)
+        if JINJA_MARKER.search(value):
+            return _represent_str(dumper, value, tag="!unsafe")
+        return _represent_str(dumper, value)
 
     _VarsFileDumper.add_representer(str, _represent_vars_str)
 
