@@ -12,6 +12,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._doctor import (
     engine_evidence,
     evidence_of,
     fabric_evidence,
+    fabric_now,
     judge,
     render_markdown,
     summary_lines,
@@ -48,15 +49,29 @@ def doctor_fabric_evidence(plan, links, full, small, gids):
     return fabric_evidence(plain(dict(plan)), plain(links), plain(full), plain(small), plain(gids))
 
 
-def doctor_engine_evidence(boot, info, probe=None, api=None):
-    """vllm_observed from the engine role's observe tasks' registered results."""
+def doctor_engine_evidence(boot, info, probe=None, api=None, planned=None):
+    """vllm_observed from the engine role's observe tasks' registered results (and the
+    engine's plan now, vllm_planned)."""
     if not isinstance(boot, Mapping):
         raise AnsibleFilterError(
             "doctor_engine_evidence: the input must be vllm_boot_info's result"
         )
     return engine_evidence(
-        plain(dict(boot)), plain(dict(info or {})), plain(dict(probe or {})), plain(dict(api or {}))
+        plain(dict(boot)),
+        plain(dict(info or {})),
+        plain(dict(probe or {})),
+        plain(dict(api or {})),
+        plain(dict(planned)) if isinstance(planned, Mapping) else None,
     )
+
+
+def doctor_fabric_facts(observed):
+    """The fabric facts (``node``, ``env``) the fabric stage would set from the GID table
+    read now (fabric_observed), or None when the table does not resolve."""
+    if not isinstance(observed, Mapping):
+        raise AnsibleFilterError("doctor_fabric_facts: the input must be fabric_observed")
+    found = plain(dict(observed))
+    return fabric_now("", found.get("plan") or {}, list(found.get("gids") or []))[1]
 
 
 def doctor_evidence_of(hostvars):
@@ -87,6 +102,7 @@ class FilterModule:
             "doctor_markdown": doctor_markdown,
             "doctor_fabric_evidence": doctor_fabric_evidence,
             "doctor_engine_evidence": doctor_engine_evidence,
+            "doctor_fabric_facts": doctor_fabric_facts,
             "doctor_evidence_of": doctor_evidence_of,
             "doctor_bench_figures": doctor_bench_figures,
             "doctor_summary": doctor_summary,

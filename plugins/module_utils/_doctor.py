@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Iterable, List, Mapping, Optional
 
+from ansible_collections.gb10.serving.plugins.module_utils._engine_plan import spec_differences
 from ansible_collections.gb10.serving.plugins.module_utils._fabric_env import (
     FabricEnvError,
     fabric_facts,
@@ -483,6 +484,51 @@ def check_engine(host: str, engine: Mapping, expected_workers: int) -> List[Verd
     return verdicts
 
 
+def check_plan(host: str, engine: Mapping) -> Optional[Verdict]:
+    """The running engine against the deployment the inventory plans now (``engine["plan"]``:
+    the planned ``deployment`` and the ``differences`` :func:`spec_differences` found, or the
+    ``error`` that kept the plan from being made). None when no engine runs (the container
+    check says so) or nothing was planned."""
+    plan = engine.get("plan")
+    if not plan or engine.get("status") != "running":
+        return None
+    if plan.get("error"):
+        return _verdict(
+            "engine",
+            "plan",
+            host,
+            WARN,
+            "the deployment the inventory plans now could not be worked out: %s" % plan["error"],
+            "site.yml would stop on the same: fix what it names, then run the doctor again",
+        )
+    running, planned = engine.get("deployment") or "", plan.get("deployment") or ""
+    if running == planned:
+        return _verdict(
+            "engine",
+            "plan",
+            host,
+            OK,
+            "runs the deployment the inventory plans now (%s)" % planned[:12],
+        )
+    differences = list(plan.get("differences") or [])
+    return _verdict(
+        "engine",
+        "plan",
+        host,
+        FAIL,
+        "runs deployment %s, the inventory now plans %s: %s"
+        % (
+            running[:12] or "(none)",
+            planned[:12],
+            "; ".join(differences)
+            or "the difference is in what the container does not show (the keys, the API "
+            "users, devices or limits)",
+        ),
+        "run site.yml: it restarts the whole cluster in order as planned (or put back the "
+        "inventory change, a re-tagged image or a moved GID that was not meant)",
+    )
+
+
 def docker_time(value: str) -> Optional[datetime]:
     """Docker's RFC 3339 time with nanoseconds (``2026-12-07T09:26:38.934851487Z``)."""
     match = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$", str(value or ""))
@@ -800,14 +846,18 @@ def _status_of(result) -> Optional[int]:
     return int(status) if isinstance(status, int) and status > 0 else None
 
 
-def engine_evidence(boot: Mapping, info: Mapping, probe: Mapping, api: Mapping) -> dict:
+def engine_evidence(
+    boot: Mapping, info: Mapping, probe: Mapping, api: Mapping, planned: Optional[Mapping] = None
+) -> dict:
     """``vllm_observed`` from the engine role's observe tasks' registered results.
 
     ``boot``: ``vllm_boot_info`` (state, labels, errors); ``info``:
     ``docker_container_info`` (only the fabric's variables, the image and the argv are
     kept); ``probe``: the command run inside the container (its processes' command lines,
     then a line starting ``nccl: ``); ``api``: on the head, ``health``, ``models`` and
-    ``canary`` (``uri`` results), else empty.
+    ``canary`` (``uri`` results), else empty; ``planned``: the engine role's
+    ``vllm_planned`` (this node's planned ``deployment`` and ``spec``, or an ``error``),
+    kept as the planned fingerprint and how the container differs from the spec.
     """
     container = (boot or {}).get("container") or {}
     details = (info or {}).get("container") or {}
@@ -840,6 +890,17 @@ def engine_evidence(boot: Mapping, info: Mapping, probe: Mapping, api: Mapping) 
             for error in (((boot or {}).get("boot") or {}).get("errors") or [])
         ],
     }
+    if planned:
+        found["plan"] = (
+            {"error": str(planned["error"])}
+            if planned.get("error")
+            else {
+                "deployment": str(planned.get("deployment") or ""),
+                "differences": spec_differences(planned.get("spec") or {}, details)
+                if details and planned.get("deployment") != deployment
+                else [],
+            }
+        )
     if api:
         models = api.get("models") or {}
         ids = [
@@ -917,6 +978,9 @@ def judge(observed: Mapping[str, Mapping], settings: Mapping) -> dict:
             verdicts += check_gid_drift(host, facts["node"]["rails"], env)
             verdicts.append(check_socket_env(host, facts["env"], env))
         verdicts += check_engine(host, engine, workers_each)
+        planned = check_plan(host, engine)
+        if planned is not None:
+            verdicts.append(planned)
         if engine.get("exists"):
             verdicts.append(check_errors(host, engine.get("errors") or []))
         verdicts.append(

@@ -5,7 +5,7 @@ running cluster differs from it.
 
 One place for what the vllm role deploys (roles/vllm/tasks/plan.yml and state.yml are thin
 calls of the two filters over it), so that a later feature that restarts or checks the
-cluster (a watchdog, an upgrade) reuses the plan instead of copying it.
+cluster (a watchdog, an upgrade, the doctor) reuses the plan instead of copying it.
 
 Inputs, all plain data:
 
@@ -27,9 +27,14 @@ update that keeps the specs keeps every healthy cluster running.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
+import shlex
 from collections.abc import Mapping, Sequence
+
+from ansible_collections.gb10.serving.plugins.module_utils._redact import Redactor
 
 BACKENDS = ("mp", "ray")
 
@@ -246,3 +251,94 @@ def restart_reasons(
             answer = "nothing" if health_status is None else health_status
             reasons.append(f"{host}: /health answers {answer}")
     return reasons
+
+
+# Variables whose values the doctor never repeats, whatever the plan holds.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW", re.IGNORECASE)
+
+
+def _words(words) -> str:
+    return "`%s`" % shlex.join(str(word) for word in words)
+
+
+def _command_change(running: Sequence[str], planned: Sequence[str]) -> str:
+    """What the plan adds, drops or replaces in the running command, in order."""
+    parts = []
+    matcher = difflib.SequenceMatcher(a=list(running), b=list(planned), autojunk=False)
+    for op, a_from, a_to, b_from, b_to in matcher.get_opcodes():
+        if op == "insert":
+            parts.append("adds " + _words(planned[b_from:b_to]))
+        elif op == "delete":
+            parts.append("drops " + _words(running[a_from:a_to]))
+        elif op == "replace":
+            parts.append(
+                "has %s for %s" % (_words(planned[b_from:b_to]), _words(running[a_from:a_to]))
+            )
+    return "the command: the plan " + "; ".join(parts)
+
+
+def _shown(name: str, value) -> str:
+    if value is None:
+        return "not set"
+    return "(a secret)" if _SECRET_NAME.search(name) else repr(value)
+
+
+def _texts(mapping) -> dict:
+    return {str(key): str(value) for key, value in (mapping or {}).items()}
+
+
+def _bind(bind) -> str:
+    """A bind mount without the read-write mode Docker may spell out."""
+    text = str(bind)
+    return text[: -len(":rw")] if text.endswith(":rw") else text
+
+
+def spec_differences(spec: Mapping, container: Mapping) -> list[str]:
+    """How a running container (``docker_container_info``'s ``container``) differs from a
+    node's planned ``spec``, in words: its image, command, user, modes, mounts, restart
+    policy, log options and each variable the plan sets. Values of variables named like a
+    secret are never shown, and the command is redacted as logs are. Empty when none of
+    these differ: then what changed is only in the fingerprint (the keys' hashes, the users,
+    devices and limits)."""
+    config = container.get("Config") or {}
+    host = container.get("HostConfig") or {}
+    found = []
+    if config.get("Image") != spec.get("image"):
+        found.append("the image: runs %s, the plan %s" % (config.get("Image"), spec.get("image")))
+    running_cmd = [str(word) for word in config.get("Cmd") or []]
+    planned_cmd = [str(word) for word in spec.get("command") or []]
+    if running_cmd != planned_cmd:
+        found.append(Redactor().text(_command_change(running_cmd, planned_cmd)))
+    pairs = (
+        ("the user", config.get("User"), spec.get("user")),
+        ("the network mode", host.get("NetworkMode"), spec.get("network_mode")),
+        ("the IPC mode", host.get("IpcMode"), spec.get("ipc_mode")),
+        (
+            "the restart policy",
+            (host.get("RestartPolicy") or {}).get("Name"),
+            spec.get("restart_policy"),
+        ),
+        (
+            "the log options",
+            _texts((host.get("LogConfig") or {}).get("Config")),
+            _texts(spec.get("log_options")),
+        ),
+    )
+    for what, running, planned in pairs:
+        if running != planned:
+            found.append("%s: runs %s, the plan %s" % (what, running, planned))
+    running_binds = sorted(_bind(bind) for bind in host.get("Binds") or [])
+    planned_binds = sorted(_bind(bind) for bind in spec.get("volumes") or [])
+    if running_binds != planned_binds:
+        found.append(
+            "the mounts: runs %s, the plan %s"
+            % (", ".join(running_binds) or "none", ", ".join(planned_binds) or "none")
+        )
+    env = dict(str(item).partition("=")[::2] for item in config.get("Env") or [])
+    for name, value in sorted((spec.get("env") or {}).items()):
+        if env.get(name) != str(value):
+            found.append(
+                "%s: runs %s, the plan %s"
+                % (name, _shown(name, env.get(name)), _shown(name, value))
+            )
+    return found

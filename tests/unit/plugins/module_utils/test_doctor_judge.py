@@ -301,3 +301,55 @@ def test_the_summary_and_page_put_failures_first():
     page = render_markdown(doc)
     rows = [line for line in page.splitlines() if line.startswith("| ")][2:]
     assert rows[0].startswith("| fail | engine | ranks | node1 |")
+
+
+def _planned(seen, host, **plan):
+    seen[host]["engine"]["plan"] = dict(
+        {"deployment": seen[host]["engine"]["deployment"], "differences": []}, **plan
+    )
+
+
+def test_an_engine_running_the_deployment_planned_now_passes():
+    seen = copy.deepcopy(HEALTHY)
+    doc = judge(seen, SETTINGS)
+    for host in ("node0", "node1"):
+        verdict = find(doc, "plan", host)
+        assert verdict["status"] == OK
+        assert seen[host]["engine"]["deployment"][:12] in verdict["evidence"]
+
+
+def test_an_engine_the_inventory_no_longer_plans_fails_saying_what_differs():
+    seen = copy.deepcopy(HEALTHY)
+    _planned(
+        seen,
+        "node1",
+        deployment="e" * 64,
+        differences=["NCCL_IB_GID_INDEX: runs '3', the plan not set"],
+    )
+    doc = judge(seen, SETTINGS)
+    verdict = find(doc, "plan", "node1")
+    assert verdict["status"] == FAIL
+    assert verdict["evidence"].startswith(
+        "runs deployment %s, the inventory now plans %s: NCCL_IB_GID_INDEX"
+        % (seen["node1"]["engine"]["deployment"][:12], "e" * 12)
+    )
+    assert "run site.yml" in verdict["fix"]
+    assert find(doc, "plan", "node0")["status"] == OK
+    # No difference the container shows: the evidence says where else it can be.
+    seen["node1"]["engine"]["plan"]["differences"] = []
+    assert "the keys, the API users" in find(judge(seen, SETTINGS), "plan", "node1")["evidence"]
+
+
+def test_a_plan_that_cannot_be_made_warns_and_a_stopped_engine_is_not_compared():
+    seen = copy.deepcopy(HEALTHY)
+    seen["node0"]["engine"]["plan"] = {"error": "vllm_port must be a port number"}
+    seen["node1"]["engine"].update(status="exited", exit_code=1, workers=[])
+    doc = judge(seen, SETTINGS)
+    verdict = find(doc, "plan", "node0")
+    assert verdict["status"] == WARN
+    assert "vllm_port must be a port number" in verdict["evidence"]
+    assert not [c for c in doc["checks"] if c["check"] == "plan" and c["host"] == "node1"]
+    # An observe that was given no plan (the entry point used alone) judges no plan.
+    for host in ("node0", "node1"):
+        del seen[host]["engine"]["plan"]
+    assert not [c for c in judge(seen, SETTINGS)["checks"] if c["check"] == "plan"]
