@@ -521,8 +521,9 @@ def check_plan(host: str, engine: Mapping) -> Optional[Verdict]:
             running[:12] or "(none)",
             planned[:12],
             "; ".join(differences)
-            or "the difference is in what the container does not show (the keys, the API "
-            "users, devices or limits)",
+            or "this node's container shows no difference: the change is on another node "
+            "(the fingerprint covers them all) or in what a container does not show (the keys, "
+            "the API users, devices or limits)",
         ),
         "run site.yml: it restarts the whole cluster in order as planned (or put back the "
         "inventory change, a re-tagged image or a moved GID that was not meant)",

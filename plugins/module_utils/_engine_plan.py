@@ -283,6 +283,15 @@ def _shown(name: str, value) -> str:
     return "(a secret)" if _SECRET_NAME.search(name) else repr(value)
 
 
+def _same_container_mode(running, planned) -> bool:
+    """Docker keeps ``container:NAME`` (another container's network or IPC) as
+    ``container:<its ID>``; the name cannot be told from the ID here, so any such pair counts
+    as the same."""
+    return bool(re.fullmatch(r"container:[0-9a-f]{64}", str(running))) and str(planned).startswith(
+        "container:"
+    )
+
+
 def _texts(mapping) -> dict:
     return {str(key): str(value) for key, value in (mapping or {}).items()}
 
@@ -325,6 +334,8 @@ def spec_differences(spec: Mapping, container: Mapping) -> list[str]:
         ),
     )
     for what, running, planned in pairs:
+        if _same_container_mode(running, planned):
+            continue
         if running != planned:
             found.append("%s: runs %s, the plan %s" % (what, running, planned))
     running_binds = sorted(_bind(bind) for bind in host.get("Binds") or [])

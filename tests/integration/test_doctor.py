@@ -81,6 +81,12 @@ def test_a_healthy_cluster_passes_and_nothing_changes(converged, tmp_path):
         "a 2-token completion came back"
     )
     assert verdict(report, "ranks", "node1")["evidence"].startswith("1 of 1 worker processes")
+    # Each node runs the deployment the inventory plans now (the entry point `planned`).
+    fingerprint = verdict_fingerprint()
+    for host in ("node0", "node1"):
+        planned = verdict(report, "plan", host)
+        assert planned["status"] == "ok", planned
+        assert fingerprint[:12] in planned["evidence"]
     # The page beside the JSON, and the summary in the play output.
     (page,) = (tmp_path / "real" / "doctor").glob("*/doctor.md")
     assert page.read_text().startswith(f"# gb10.serving doctor: {report['status']}")
@@ -235,6 +241,15 @@ def test_four_faults_at_once_are_each_named_on_their_node(converged, tmp_path):
     assert "rocep1s0f1:1 5" in found["evidence"]
     assert "run site.yml" in found["fix"]
     assert verdict(report, "gid index", "node1")["status"] == "ok"
+    # The plan made from the table now is not the one node0's engine was started with: its two
+    # devices no longer agree on an index, so NCCL is told to pick each one's RoCE v2 IPv4 GID.
+    found = verdict(report, "plan", "node0")
+    assert found["status"] == "fail"
+    assert "NCCL_IB_ROCE_VERSION_NUM: runs not set, the plan '2'" in found["evidence"]
+    # node1's stand-in is told apart from the spec planned for it, by its image first.
+    found = verdict(report, "plan", "node1")
+    assert found["status"] == "fail"
+    assert "the image: runs gb10-lab-other-engine:doctor, the plan " in found["evidence"]
 
     # The MTU mismatch, between the nodes: both ports keep their MTU, the pings over that
     # half fail both ways, the other half is not blamed.

@@ -329,9 +329,9 @@ def test_an_engine_the_inventory_no_longer_plans_fails_saying_what_differs():
     doc = judge(seen, SETTINGS)
     verdict = find(doc, "plan", "node1")
     assert verdict["status"] == FAIL
+    running = seen["node1"]["engine"]["deployment"][:12]
     assert verdict["evidence"].startswith(
-        "runs deployment %s, the inventory now plans %s: NCCL_IB_GID_INDEX"
-        % (seen["node1"]["engine"]["deployment"][:12], "e" * 12)
+        f"runs deployment {running}, the inventory now plans {'e' * 12}: NCCL_IB_GID_INDEX"
     )
     assert "run site.yml" in verdict["fix"]
     assert find(doc, "plan", "node0")["status"] == OK

@@ -5,8 +5,10 @@ why a running cluster differs from it."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from ansible_collections.gb10.serving.plugins.module_utils._engine_plan import (
@@ -14,6 +16,7 @@ from ansible_collections.gb10.serving.plugins.module_utils._engine_plan import (
     EnginePlanError,
     plan_engine,
     restart_reasons,
+    spec_differences,
 )
 
 SERVE = ["vllm", "serve", "deepseek-ai/DeepSeek-V4-Flash-DSpark", "--tensor-parallel-size", "2"]
@@ -326,3 +329,53 @@ def test_a_stopped_head_is_not_asked_for_health_and_reasons_follow_rank_order():
         "spark1: the deployment changed",
         "spark2: no engine container",
     ]
+
+
+# docker inspect of the converged lab's head engine (Config and HostConfig, its VLLM_API_KEY
+# left out) and the same node's vllm_planned, read by the doctor's entry point `planned` on
+# that lab a moment later.
+VLLM_FIXTURES = Path(__file__).parent / "fixtures" / "vllm"
+INSPECT = json.loads((VLLM_FIXTURES / "engine-inspect-lab-node0.json").read_text())
+PLANNED = json.loads((VLLM_FIXTURES / "engine-planned-lab-node0.json").read_text())
+
+
+def test_the_lab_head_runs_exactly_the_spec_it_was_planned_with():
+    assert INSPECT["Config"]["Labels"]["io.gb10-serving.deployment"] == PLANNED["deployment"]
+    # Docker's own spelling (container:<ID>, ":rw" binds, string log options) is no difference.
+    assert INSPECT["HostConfig"]["NetworkMode"].startswith("container:")
+    assert spec_differences(PLANNED["spec"], INSPECT) == []
+
+
+def _set_env(name, value):
+    return lambda spec: spec["env"].update({name: value})
+
+
+DRIFTS = [
+    (_set_env("NCCL_IB_GID_INDEX", "5"), "NCCL_IB_GID_INDEX: runs '3', the plan '5'"),
+    (_set_env("GB10_PROBE", "1"), "GB10_PROBE: runs not set, the plan '1'"),
+    (_set_env("HF_TOKEN", "hf_secret_value"), "HF_TOKEN: runs not set, the plan (a secret)"),
+    (lambda spec: spec["command"].append("--enforce-eager"), "the plan adds `--enforce-eager`"),
+    (lambda spec: spec["command"].pop(), "the plan drops"),
+    (
+        lambda spec: spec["command"].extend(["--api-key", "sk-secret-value"]),
+        "adds `--api-key <redacted>",
+    ),
+    (lambda spec: spec.update(image="gb10-lab-engine:other"), "the image: runs "),
+    (
+        lambda spec: spec.update(restart_policy="always"),
+        "policy: runs unless-stopped, the plan always",
+    ),
+    (lambda spec: spec.update(user="0:0"), "the user: runs 1000:1000, the plan 0:0"),
+    (lambda spec: spec["volumes"].pop(), "the mounts: runs "),
+    (lambda spec: spec.update(log_options={"max-size": "1m"}), "the log options: runs "),
+]
+
+
+@pytest.mark.parametrize(("change", "words"), DRIFTS)
+def test_each_difference_from_the_plan_is_named_and_no_secret_shown(change, words):
+    spec = copy.deepcopy(PLANNED["spec"])
+    change(spec)
+    found = spec_differences(spec, INSPECT)
+    assert len(found) == 1, found
+    assert words in found[0]
+    assert "secret_value" not in found[0]
